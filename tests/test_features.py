@@ -1,0 +1,550 @@
+"""Tests for sklstruct.features."""
+import pickle
+import random
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.base import BaseEstimator, clone
+from sklearn.exceptions import NotFittedError
+from sklearn.feature_extraction import FeatureHasher
+from sklearn.pipeline import make_pipeline
+
+from sklstruct.features import BOS, EOS, SequenceVectorizer, feature_set
+
+SENT = [("The", "DT"), ("U.S.", "NNP"), ("well-known", "JJ"), ("1,000", "CD")]
+
+
+def features(templates, X=None, **params):
+    """token_features of one sentence (SENT by default)."""
+    X = [SENT] if X is None else X
+    return SequenceVectorizer(templates, **params).fit(X).token_features(X)[0]
+
+
+def nonzero_columns(matrix, row):
+    return set(matrix.indices[matrix.indptr[row] : matrix.indptr[row + 1]].tolist())
+
+
+# ---------------------------------------------------------------------------
+# Hand-checked features
+# ---------------------------------------------------------------------------
+
+
+def test_column_and_derived_templates():
+    feats = features(["word", "lower", "pos", "col1", "prefix2", "suffix3",
+                      "shape", "suffix1(pos)", "lower(col1)"])
+    assert feats[0] == ["word=The", "lower=the", "pos=DT", "col1=DT", "prefix2=Th",
+                        "suffix3=The", "shape=Xx", "suffix1(pos)=T", "lower(col1)=dt"]
+    assert feats[1] == ["word=U.S.", "lower=u.s.", "pos=NNP", "col1=NNP",
+                        "prefix2=U.", "suffix3=.S.", "shape=X.X.", "suffix1(pos)=P",
+                        "lower(col1)=nnp"]
+    assert [f[6] for f in feats[2:]] == ["shape=x-x", "shape=d,d"]
+    # Affixes longer than the word give the whole word.
+    assert features(["prefix9"])[0] == ["prefix9=The"]
+
+
+@pytest.mark.parametrize(
+    "flag, firing",
+    [
+        ("is_title", [0, 1]),
+        ("is_upper", [1]),
+        ("is_lower", [2]),
+        ("is_digit", [5]),
+        ("has_digit", [3, 5]),
+        ("has_hyphen", [2]),
+        ("has_dot", [1]),
+        ("title_dot", [1]),
+        ("first_upper", [0, 1]),
+        ("first_lower", [2]),
+        ("first_alnum", [0, 1, 2, 3, 5]),
+        ("is_punct", [4]),
+    ],
+)
+def test_flags_fire_only_when_true(flag, firing):
+    X = [SENT + [(",", ","), ("7", "CD")]]
+    feats = features([flag], X)
+    assert [i for i, f in enumerate(feats) if f] == firing
+    assert all(f == [flag] for f in feats if f)
+
+
+def test_is_digit():
+    assert features(["is_digit"], [["12", "1.5", "a"]]) == [["is_digit"], [], []]
+
+
+def test_offsets_and_boundaries():
+    feats = features(["word[-1]", "pos[+2]", "suffix2[1]", "word[0]"])
+    assert feats[0] == ["word[-1]=" + BOS, "pos[+2]=JJ", "suffix2[+1]=S.", "word=The"]
+    assert feats[1] == ["word[-1]=The", "pos[+2]=CD", "suffix2[+1]=wn", "word=U.S."]
+    assert feats[2] == ["word[-1]=U.S.", "pos[+2]=" + EOS, "suffix2[+1]=00",
+                        "word=well-known"]
+    assert feats[3] == ["word[-1]=well-known", "pos[+2]=" + EOS,
+                        "suffix2[+1]=" + EOS, "word=1,000"]
+
+
+def test_flags_do_not_fire_beyond_the_sentence():
+    feats = features(["first_alnum[-1]", "first_alnum[+1]"])
+    assert feats == [["first_alnum[+1]"], ["first_alnum[-1]", "first_alnum[+1]"],
+                     ["first_alnum[-1]", "first_alnum[+1]"], ["first_alnum[-1]"]]
+
+
+def test_offsets_do_not_cross_sentences():
+    X = [[("a", "A"), ("b", "B")], [("c", "C")]]
+    feats = SequenceVectorizer(["word[-1]", "word[+1]"]).fit(X).token_features(X)
+    assert feats == [
+        [["word[-1]=" + BOS, "word[+1]=b"], ["word[-1]=a", "word[+1]=" + EOS]],
+        [["word[-1]=" + BOS, "word[+1]=" + EOS]],
+    ]
+
+
+def test_conjunctions():
+    feats = features(["pos[-1]|pos[0]", "word|pos", "is_title|pos", "is_title|has_dot",
+                      "lower[-1]|lower|lower[+1]"])
+    assert feats[0] == ["pos[-1]|pos=" + BOS + "|DT", "word|pos=The|DT",
+                        "is_title|pos=1|DT", "lower[-1]|lower|lower[+1]=__BOS__|the|u.s."]
+    assert feats[1] == ["pos[-1]|pos=DT|NNP", "word|pos=U.S.|NNP",
+                        "is_title|pos=1|NNP", "is_title|has_dot",
+                        "lower[-1]|lower|lower[+1]=the|u.s.|well-known"]
+    assert feats[3] == ["pos[-1]|pos=JJ|CD", "word|pos=1,000|CD",
+                        "lower[-1]|lower|lower[+1]=well-known|1,000|__EOS__"]
+
+
+def test_window_expansion_and_bias():
+    vec = SequenceVectorizer(["bias", "word", "pos|pos[+1]", "pos[-1] | pos"],
+                             window=1).fit([SENT])
+    assert vec.templates_ == ["bias", "word[-1]", "word", "word[+1]", "pos|pos[+1]",
+                              "pos[-1]|pos"]
+    feats = vec.token_features([SENT])[0]
+    assert feats[0] == ["bias", "word[-1]=__BOS__", "word=The", "word[+1]=U.S.",
+                        "pos|pos[+1]=DT|NNP", "pos[-1]|pos=__BOS__|DT"]
+    vec2 = SequenceVectorizer(["word|pos", "is_upper"], window=2).fit([SENT])
+    assert vec2.templates_ == [
+        "word[-2]|pos[-2]", "word[-1]|pos[-1]", "word|pos", "word[+1]|pos[+1]",
+        "word[+2]|pos[+2]", "is_upper[-2]", "is_upper[-1]", "is_upper",
+        "is_upper[+1]", "is_upper[+2]",
+    ]
+    assert vec2.token_features([SENT])[0][0][-1:] == ["is_upper[+1]"]
+
+
+def test_templates_are_canonical_and_deduplicated():
+    vec = SequenceVectorizer(
+        ["col0", "word[0]", "col:word[+01]", "word[+1]", "col:pos", "suffix2(col0)"]
+    ).fit([SENT])
+    assert vec.templates_ == ["word", "word[+1]", "pos", "suffix2"]
+    # Canonical templates re-parse to themselves.
+    again = SequenceVectorizer(vec.templates_).fit([SENT])
+    assert again.templates_ == vec.templates_
+
+
+def test_transform_values_shapes_and_names():
+    X = [SENT, SENT[:2]]
+    vec = SequenceVectorizer(["bias", "word", "pos[-1]|pos"])
+    Xt = vec.fit_transform(X)
+    assert isinstance(Xt, list) and len(Xt) == 2
+    assert [m.shape for m in Xt] == [(4, vec.n_features_out_), (2, vec.n_features_out_)]
+    assert all(sp.issparse(m) and m.format == "csr" and m.dtype == np.float64
+               for m in Xt)
+    names = vec.get_feature_names_out()
+    assert list(names) == sorted(vec.vocabulary_)
+    assert all(vec.vocabulary_[n] == i for i, n in enumerate(names))
+    dense = Xt[0].toarray()
+    assert set(dense.ravel().tolist()) == {0.0, 1.0}
+    assert [names[j] for j in np.flatnonzero(dense[1])] == sorted(
+        ["bias", "word=U.S.", "pos[-1]|pos=DT|NNP"])
+    # fit_transform == fit().transform()
+    Xt2 = SequenceVectorizer(["bias", "word", "pos[-1]|pos"]).fit(X).transform(X)
+    assert all((a != b).nnz == 0 for a, b in zip(Xt, Xt2))
+
+
+# ---------------------------------------------------------------------------
+# Vocabulary
+# ---------------------------------------------------------------------------
+
+
+def test_min_freq():
+    X = [["a", "b", "a"], ["a", "c", "b"]]
+    vec = SequenceVectorizer(["word", "word[-1]"], min_freq=2).fit(X)
+    # word=a x3, word=b x2, word[-1]=__BOS__ x2, word[-1]=a x2
+    assert sorted(vec.vocabulary_) == ["word=a", "word=b", "word[-1]=__BOS__",
+                                       "word[-1]=a"]
+    assert vec.n_features_out_ == 4
+    with pytest.raises(ValueError, match="min_freq=10"):
+        SequenceVectorizer(["word"], min_freq=10).fit(X)
+    with pytest.raises(ValueError, match="No feature fires"):
+        SequenceVectorizer(["is_digit"]).fit(X)
+
+
+def test_unseen_features_ignored_and_columns_stable():
+    vec = SequenceVectorizer(["bias", "word", "suffix2"]).fit([["the", "cat"]])
+    n = vec.n_features_out_
+    (m,) = vec.transform([["the", "dog", "zebra"]])
+    assert m.shape == (3, n)
+    names = vec.get_feature_names_out()
+    rows = [sorted(names[j] for j in nonzero_columns(m, t)) for t in range(3)]
+    assert rows == [["bias", "suffix2=he", "word=the"], ["bias"], ["bias"]]
+
+
+# ---------------------------------------------------------------------------
+# Hashing
+# ---------------------------------------------------------------------------
+
+
+def test_hashing():
+    X = [SENT, SENT[::-1]]
+    templates = ["bias", "word", "pos[-1]|pos", "is_title", "suffix3"]
+    vec = SequenceVectorizer(templates, window=1, hashing=True, n_features=2**12)
+    Xt = vec.fit_transform(X)
+    assert not hasattr(vec, "vocabulary_")
+    assert vec.n_features_out_ == 2**12
+    assert [m.shape for m in Xt] == [(4, 2**12), (4, 2**12)]
+    assert all((m.data > 0).all() for m in Xt)
+    # Same token features -> same columns.
+    assert nonzero_columns(Xt[0], 1) & nonzero_columns(Xt[1], 2)
+    assert nonzero_columns(Xt[0], 1) == nonzero_columns(vec.transform([SENT])[0], 1)
+    # Identical to FeatureHasher fed with token_features.
+    hasher = FeatureHasher(2**12, input_type="string", alternate_sign=False)
+    for m, sentence in zip(Xt, vec.token_features(X)):
+        assert (m != hasher.transform(sentence)).nnz == 0
+    with pytest.raises(ValueError, match="hashing"):
+        vec.get_feature_names_out()
+
+
+def test_hashing_collisions_add_up():
+    vec = SequenceVectorizer(["word", "lower", "suffix3", "prefix3"], hashing=True,
+                             n_features=1)
+    (m,) = vec.fit_transform([["Abc", "x"]])
+    assert m.toarray().tolist() == [[4.0], [4.0]]
+
+
+def test_refit_with_hashing_drops_vocabulary():
+    vec = SequenceVectorizer(["word"]).fit([["a"]])
+    vec.set_params(hashing=True).fit([["a"]])
+    assert not hasattr(vec, "vocabulary_")
+
+
+# ---------------------------------------------------------------------------
+# token_features <-> transform consistency
+# ---------------------------------------------------------------------------
+
+ALL_TEMPLATES = [
+    "bias", "word", "lower", "pos", "col2", "prefix1", "suffix2", "shape",
+    "is_title", "is_upper", "has_digit", "first_lower", "title_dot", "has_hyphen",
+    "pos[-1]|pos", "word[+1]|pos", "is_title|pos[-2]", "suffix1(pos)[+1]",
+    "is_upper|first_alnum[-1]",
+]
+
+words = st.sampled_from(["the", "The", "U.S.", "A-1", "x", "3", "__BOS__", "a|b",
+                         "ÉTÉ", "", ",", "dog"])
+tokens = st.tuples(words, st.sampled_from(["DT", "NN", "B|C", "."]),
+                   st.sampled_from(["B-NP", "O"]))
+corpora = st.lists(st.lists(tokens, min_size=1, max_size=6), min_size=1, max_size=4)
+
+
+def check_consistency(vec, X):
+    Xt = vec.transform(X)
+    feats = vec.token_features(X)
+    assert len(Xt) == len(feats) == len(X)
+    for m, sentence_feats, sentence in zip(Xt, feats, X):
+        assert m.shape == (len(sentence), vec.n_features_out_)
+        for t, token_feats in enumerate(sentence_feats):
+            expected = {vec.vocabulary_[f] for f in token_feats if f in vec.vocabulary_}
+            assert nonzero_columns(m, t) == expected
+            assert len(set(token_feats)) == len(token_feats)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    train=corpora,
+    test=corpora,
+    templates=st.lists(st.sampled_from(ALL_TEMPLATES), min_size=1, max_size=6),
+    window=st.integers(0, 2),
+    min_freq=st.integers(1, 2),
+)
+def test_token_features_match_transform(train, test, templates, window, min_freq):
+    vec = SequenceVectorizer(templates, window=window, min_freq=min_freq)
+    try:
+        vec.fit(train)
+    except ValueError as exc:  # everything pruned
+        assert "min_freq" in str(exc)
+        return
+    check_consistency(vec, train)
+    check_consistency(vec, test)
+    # Feature names really are TEMPLATE=VALUE (or the template itself).
+    for sentence in vec.token_features(train):
+        for token_feats in sentence:
+            for f in token_feats:
+                assert f.split("=", 1)[0] in vec.templates_
+
+
+def test_token_features_unfitted_uses_parameters():
+    vec = SequenceVectorizer(["word"], window=1)
+    assert vec.token_features([["a", "b"]]) == [
+        [["word[-1]=__BOS__", "word=a", "word[+1]=b"],
+         ["word[-1]=a", "word=b", "word[+1]=__EOS__"]]
+    ]
+    assert not hasattr(vec, "templates_")
+
+
+# ---------------------------------------------------------------------------
+# Input formats
+# ---------------------------------------------------------------------------
+
+
+def test_str_tuple_list_dict_and_array_tokens_agree():
+    words_ = ["He", "reckons", "the"]
+    tags = ["PRP", "VBZ", "DT"]
+    inputs = [
+        [list(zip(words_, tags))],
+        [[list(p) for p in zip(words_, tags)]],
+        [[{"word": w, "pos": p} for w, p in zip(words_, tags)]],
+        [np.array(list(zip(words_, tags)))],
+    ]
+    templates = ["word", "suffix2[-1]", "pos", "pos[-1]|word"]
+    expected = features(templates, inputs[0])
+    for X in inputs[1:]:
+        assert features(templates, X) == expected
+        assert all((a != b).nnz == 0 for a, b in zip(
+            SequenceVectorizer(templates).fit(inputs[0]).transform(X),
+            SequenceVectorizer(templates).fit(inputs[0]).transform(inputs[0])))
+    str_templates = ["word", "suffix2[-1]", "shape|is_title"]
+    assert features(str_templates, [words_]) == features(str_templates, inputs[0])
+    # Mixed token kinds in one corpus.
+    mixed = [["He", ("reckons", "VBZ"), {"word": "the", "pos": "DT"}]]
+    assert features(["word", "word[+1]"], mixed) == features(["word", "word[+1]"],
+                                                             inputs[0])
+
+
+def test_dict_keys_and_tuple_columns():
+    X = [[{"word": "Ran", "pos": "VBD", "lemma": "run"}]]
+    assert features(["col:lemma", "suffix2(col:lemma)", "is_upper(col:lemma)",
+                     "pos"], X) == [["col:lemma=run", "suffix2(col:lemma)=un", "pos=VBD"]]
+    X = [[("Ran", "VBD", "B-VP")]]
+    assert features(["col2", "col1[-1]|col2"], X) == [
+        ["col2=B-VP", "col1[-1]|col2=__BOS__|B-VP"]]
+
+
+def test_sentences_may_be_tuples_and_corpus_a_generator():
+    X = (tuple(s) for s in [SENT, SENT])
+    Xt = SequenceVectorizer(["word"]).fit_transform(X)
+    assert len(Xt) == 2
+
+
+# ---------------------------------------------------------------------------
+# Validation
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "template, message",
+    [
+        ("wrod", "unknown template name 'wrod'"),
+        ("lemma", "col:KEY"),
+        ("word[-1", "cannot parse 'word\\[-1'"),
+        ("word[x]", "cannot parse"),
+        ("word|", "cannot parse ''"),
+        ("suffix0", "N >= 1"),
+        ("prefix", "unknown template name 'prefix'"),
+        ("bias[-1]", "'bias' takes no column"),
+        ("bias|word", "'bias' cannot be part of a conjunction"),
+        ("word(pos)", "takes no column argument"),
+        ("suffix2(foo)", "'foo' is not a column"),
+        ("word=x", "cannot parse"),
+    ],
+)
+def test_malformed_templates(template, message):
+    with pytest.raises(ValueError, match=f"Malformed template '.*'.*{message}"):
+        SequenceVectorizer(["word", template]).fit([SENT])
+
+
+def test_template_list_errors():
+    with pytest.raises(ValueError, match="at least one template"):
+        SequenceVectorizer([]).fit([SENT])
+    with pytest.raises(ValueError, match="position 1 must be a string"):
+        SequenceVectorizer(["word", 3]).fit([SENT])
+    with pytest.raises(ValueError, match="templates"):
+        SequenceVectorizer("word").fit([SENT])
+
+
+def test_parameter_errors():
+    for params in [{"window": -1}, {"min_freq": 0}, {"n_features": 0},
+                   {"hashing": "yes"}]:
+        with pytest.raises(ValueError):
+            SequenceVectorizer(["word"], **params).fit([SENT])
+    with pytest.raises(ValueError, match="min_freq=2 cannot be used with hashing"):
+        SequenceVectorizer(["word"], hashing=True, min_freq=2).fit([SENT])
+
+
+@pytest.mark.parametrize(
+    "X, templates, message",
+    [
+        ([], ["word"], "X is empty"),
+        ("a sentence", ["word"], "X must be a sequence of sentences"),
+        ([SENT, []], ["word"], "Sentence 1 is empty"),
+        ([SENT, "abc"], ["word"], "Sentence 1 must be a sequence of tokens"),
+        ([SENT, [("a", "B"), ("b",)]], ["pos"],
+         "Token 1 of sentence 1 has no column 'pos'"),
+        ([["a", "b"], ["c"]], ["word", "pos[-1]"],
+         "Token 0 of sentence 0 has no column 'pos'"),
+        ([[("a", "B")], [{"word": "c"}]], ["pos"],
+         "Token 0 of sentence 1 has no column 'pos'"),
+        ([[{"word": "c", "pos": "X"}]], ["col1"],
+         "Token 0 of sentence 0 has no column 'col1'"),
+        ([[("c", "X")]], ["col:lemma"],
+         "Token 0 of sentence 0 has no column 'col:lemma'"),
+        ([["a", "b"], ["c", 3]], ["word"],
+         "Token 1 of sentence 1 has unsupported type int"),
+        ([[("a", "B"), None]], ["word"],
+         "Token 1 of sentence 0 has unsupported type NoneType"),
+        ([[("a", "B")], [("b", 7)]], ["pos"],
+         "Token 0 of sentence 1: the value of column 'pos' must be a string, got 7"),
+        ([[{"word": None}]], ["word"],
+         "the value of column 'word' must be a string, got None"),
+    ],
+)
+def test_input_errors(X, templates, message):
+    vec = SequenceVectorizer(templates)
+    with pytest.raises(ValueError, match=message):
+        vec.fit(X)
+    with pytest.raises(ValueError, match=message):
+        vec.token_features(X)
+
+
+@pytest.mark.parametrize(
+    "X, message",
+    [
+        ([], "X is empty"),
+        ([SENT, SENT, []], "Sentence 2 is empty"),
+        ([SENT, ["word"]], "Token 0 of sentence 1 has no column 'pos'"),
+        ([[("a", "B"), 1.5]], "Token 1 of sentence 0 has unsupported type float"),
+    ],
+)
+def test_transform_errors(X, message):
+    vec = SequenceVectorizer(["word", "pos"]).fit([SENT])
+    with pytest.raises(ValueError, match=message):
+        vec.transform(X)
+
+
+def test_transform_before_fit():
+    with pytest.raises(NotFittedError):
+        SequenceVectorizer().transform([SENT])
+    with pytest.raises(NotFittedError):
+        SequenceVectorizer().get_feature_names_out()
+
+
+# ---------------------------------------------------------------------------
+# scikit-learn integration
+# ---------------------------------------------------------------------------
+
+
+def test_clone_get_set_params():
+    vec = SequenceVectorizer(["word", "pos"], window=2, min_freq=3)
+    assert vec.get_params() == {"templates": ["word", "pos"], "window": 2,
+                                "min_freq": 3, "hashing": False,
+                                "n_features": 2**20}
+    other = clone(vec)
+    assert other is not vec and other.get_params() == vec.get_params()
+    other.set_params(window=0, hashing=True)
+    assert other.window == 0 and other.hashing and vec.window == 2
+    fitted = SequenceVectorizer(["word"]).fit([SENT])
+    assert not hasattr(clone(fitted), "vocabulary_")
+    assert "window=2" in repr(vec)
+
+
+def test_pickle_round_trip():
+    vec = SequenceVectorizer(["bias", "word", "pos[-1]|pos", "shape"], window=1)
+    vec.fit([SENT])
+    X = [SENT[::-1], SENT]
+    restored = pickle.loads(pickle.dumps(vec))
+    assert restored.vocabulary_ == vec.vocabulary_
+    assert restored.templates_ == vec.templates_
+    assert all((a != b).nnz == 0 for a, b in zip(vec.transform(X),
+                                                restored.transform(X)))
+    assert restored.token_features(X) == vec.token_features(X)
+
+
+class _CountRows(BaseEstimator):
+    """Dummy sequence 'tagger': predicts the feature count of each token."""
+
+    def fit(self, X, y=None):
+        assert all(sp.issparse(m) for m in X)
+        self.n_features_ = X[0].shape[1]
+        return self
+
+    def predict(self, X):
+        assert all(m.shape[1] == self.n_features_ for m in X)
+        return [np.asarray(m.sum(axis=1)).ravel().astype(int).tolist() for m in X]
+
+
+def test_inside_pipeline():
+    y = [["B-NP", "I-NP", "I-NP", "O"]]
+    pipe = make_pipeline(SequenceVectorizer(["bias", "word", "pos"]), _CountRows())
+    pipe.fit([SENT], y)
+    assert pipe.predict([SENT]) == [[3, 3, 3, 3]]
+    assert pipe.predict([[("new", "DT")]]) == [[2]]
+    assert pipe[0].get_feature_names_out()[0] == "bias"
+    clone(pipe).set_params(sequencevectorizer__window=1).fit([SENT], y)
+
+
+# ---------------------------------------------------------------------------
+# Feature sets of Altun et al. (2003)
+# ---------------------------------------------------------------------------
+
+S2_PLAIN = ["word", "suffix1", "suffix2", "suffix3", "first_lower", "first_upper",
+            "first_alnum", "title_dot", "is_upper", "has_hyphen"]
+
+
+def test_feature_sets_are_plain_templates():
+    X = [SENT, [("Mr.", "NNP"), ("x-ray", "NN")]]
+    s1, s2, s3 = (feature_set(n) for n in ("S1", "S2", "S3"))
+    assert s1.get_params()["window"] == s2.get_params()["window"] == 0
+    assert s1.token_features(X) == SequenceVectorizer(["word"]).token_features(X)
+    assert s2.token_features(X) == SequenceVectorizer(S2_PLAIN).token_features(X)
+    explicit = [f"{t}[{k}]" for t in S2_PLAIN for k in (-1, 0, 1)]
+    assert s3.token_features(X) == SequenceVectorizer(explicit).token_features(X)
+    assert feature_set("S2").token_features(X)[1][0] == [
+        "word=Mr.", "suffix1=.", "suffix2=r.", "suffix3=Mr.", "first_upper",
+        "first_alnum", "title_dot"]
+    s3w2 = feature_set("S3", window=2, min_freq=2).fit(X)
+    assert s3w2.min_freq == 2 and len(s3w2.templates_) == 5 * len(S2_PLAIN)
+    assert feature_set("S1", window=3).window == 0
+    with pytest.raises(ValueError, match="Unknown feature set 'S4'"):
+        feature_set("S4")
+
+
+# ---------------------------------------------------------------------------
+# A larger synthetic corpus
+# ---------------------------------------------------------------------------
+
+
+def test_synthetic_corpus():
+    rng = random.Random(0)
+    vocab = ["w%d" % i for i in range(2000)] + ["The", "U.S.", "co-op", "42"]
+    tags = ["NN", "DT", "VB", "JJ", "IN"]
+    X = [[(rng.choice(vocab), rng.choice(tags)) for _ in range(rng.randint(1, 40))]
+         for _ in range(2400)]
+    n_tokens = sum(map(len, X))
+    assert n_tokens > 45000
+    templates = ["bias", "word", "lower", "pos", "suffix2", "suffix3", "shape",
+                 "pos[-1]|pos", "word|pos", "is_title", "has_digit"]
+    vec = SequenceVectorizer(templates, window=1)
+    Xt = vec.fit_transform(X)
+    assert len(Xt) == len(X)
+    assert sum(m.shape[0] for m in Xt) == n_tokens
+    names = vec.get_feature_names_out()
+    for s in (0, 1, len(X) - 1):
+        sentence = X[s]
+        last = len(sentence) - 1
+        for t in {0, last // 2, last}:
+            word, tag = sentence[t]
+            prev_tag = sentence[t - 1][1] if t > 0 else BOS
+            next_word = sentence[t + 1][0] if t < last else EOS
+            got = {names[j] for j in nonzero_columns(Xt[s], t)}
+            assert {"bias", f"word={word}", f"pos={tag}", f"word[+1]={next_word}",
+                    f"pos[-1]={prev_tag}", f"pos[-1]|pos={prev_tag}|{tag}",
+                    f"suffix3={word[-3:]}"} <= got
+            assert ("is_title" in got) == word.istitle()
+            assert len(got) == Xt[s][t].nnz
+    # transform of the same data gives the same matrices.
+    again = vec.transform(X[:50])
+    assert all((a != b).nnz == 0 for a, b in zip(again, Xt[:50]))

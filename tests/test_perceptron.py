@@ -1,0 +1,168 @@
+"""The k-best structured perceptron: what it must learn, and its exact updates."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklstruct.chain import emission_scores, joint_feature, kbest_decode, pack_chain
+from sklstruct.perceptron import StructuredPerceptronTagger
+
+
+def random_problem(n=30, n_features=6, n_labels=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = [sp.csr_matrix(rng.integers(0, 3, size=(rng.integers(1, 7), n_features)).astype(float))
+         for _ in range(n)]
+    y = [rng.integers(0, n_labels, size=x.shape[0]) for x in X]
+    for i in range(n_labels):  # every label occurs
+        y[0][0] = i if i < len(y[0]) else y[0][0]
+    y[0] = np.arange(len(y[0])) % n_labels
+    y[1] = (np.arange(len(y[1])) + 1) % n_labels
+    y[2] = (np.arange(len(y[2])) + 2) % n_labels
+    return X, y
+
+
+def reference_perceptron(X, y, n_labels, k, epochs):
+    """Algorithm 4 of paper 000 (perceptron lines), written plainly: returns the
+    final weights and the average of the weights after every example."""
+    F = X[0].shape[1]
+    W, P = np.zeros((F, n_labels)), np.zeros((n_labels + 2, n_labels))
+    W_avg, P_avg, seen = np.zeros_like(W), np.zeros_like(P), 0
+    for _ in range(epochs):
+        for x, gold in zip(X, y):
+            paths, _ = kbest_decode(emission_scores(x, W), P, k)
+            Fg_W, Fg_P = joint_feature(x, gold, n_labels)
+            for path in paths:
+                if np.array_equal(path, gold):
+                    continue
+                Fp_W, Fp_P = joint_feature(x, path, n_labels)
+                dW, dP = Fg_W - Fp_W, Fg_P - Fp_P
+                if (W * dW).sum() + (P * dP).sum() <= 0:  # eq. 36: y in Err_w
+                    W, P = W + dW, P + dP
+            W_avg, P_avg, seen = W_avg + W, P_avg + P, seen + 1
+    return (W, P), (W_avg / seen, P_avg / seen)
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+@pytest.mark.parametrize("average", [False, True])
+def test_matches_reference_implementation(k, average):
+    X, y = random_problem()
+    model = StructuredPerceptronTagger(k=k, max_iter=3, shuffle=False, average=average).fit(X, y)
+    final, averaged = reference_perceptron(X, y, 3, k, 3)
+    W, P = averaged if average else final
+    np.testing.assert_allclose(model.coef_, W.T, atol=1e-9)
+    np.testing.assert_allclose(model._chain_params(), P, atol=1e-9)
+
+
+def test_hand_computed_first_update():
+    # one sentence, two tokens, features [1, 0] and [1, 2]; gold labels (1, 0).
+    # With w = 0 every sequence ties and Viterbi returns (0, 0) (lowest labels).
+    # w . dF = 0 <= 0, so w <- dF = F(x, (1, 0)) - F(x, (0, 0)):
+    #   emission: token 0 moves its features [1, 0] from label 0 to label 1
+    #   transitions: +1 for 1->0, -1 for 0->0; start: +1 for 1, -1 for 0; end unchanged.
+    x = sp.csr_matrix(np.array([[1.0, 0.0], [1.0, 2.0]]))
+    model = StructuredPerceptronTagger(max_iter=1, average=False, shuffle=False).fit([x], [[1, 0]])
+    np.testing.assert_allclose(model.coef_, [[-1.0, 0.0], [1.0, 0.0]])
+    np.testing.assert_allclose(model.transition_coef_, [[-1.0, 0.0], [1.0, 0.0]])
+    np.testing.assert_allclose(model.start_coef_, [-1.0, 1.0])
+    np.testing.assert_allclose(model.end_coef_, [0.0, 0.0])
+    assert model.history_[0]["mistakes"] == 1 and model.history_[0]["updates"] == 1
+
+
+def test_repeated_features_counted_exactly():
+    # the same feature twice in a token (duplicate CSR entries) counts twice
+    x = sp.csr_matrix((np.array([1.0, 1.0]), np.array([0, 0]), np.array([0, 2])), shape=(1, 1))
+    model = StructuredPerceptronTagger(average=False).partial_fit([x], [["b"]], classes=["a", "b"])
+    # labels a < b; prediction a; update moves 2 units of feature 0 from a to b
+    np.testing.assert_allclose(model.coef_, [[-2.0], [2.0]])
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_separable_toy_problem_reaches_zero_training_error(k):
+    # a token's label is given by which of three indicator features it has, plus
+    # noise features; a separate set of sentences needs the transitions: identical
+    # tokens whose labels alternate a, b, a, b ... from the start.
+    rng = np.random.default_rng(0)
+    X, y = [], []
+    for _ in range(60):
+        T = rng.integers(2, 9)
+        labels = rng.integers(0, 3, size=T)
+        x = np.zeros((T, 8))
+        x[np.arange(T), labels] = 1.0
+        x[:, 3:7] = rng.integers(0, 2, size=(T, 4))
+        X.append(sp.csr_matrix(x)), y.append(np.array(["a", "b", "c"])[labels])
+    for T in range(2, 12):
+        x = np.zeros((T, 8))
+        x[:, 7] = 1.0
+        X.append(sp.csr_matrix(x)), y.append(np.array(["a", "b"])[np.arange(T) % 2])
+    model = StructuredPerceptronTagger(k=k, max_iter=50, random_state=0).fit(X, y)
+    assert model.history_[-1]["mistakes"] == 0
+    assert model.score(X, y) == 1.0
+    assert all(np.array_equal(p, t) for p, t in zip(model.predict(X), y))
+
+
+def test_kbest_perceptron_updates_several_sequences():
+    X, y = random_problem(seed=3)
+    one = StructuredPerceptronTagger(k=1, max_iter=1, shuffle=False).fit(X, y)
+    five = StructuredPerceptronTagger(k=5, max_iter=1, shuffle=False).fit(X, y)
+    assert five.history_[0]["updates"] > one.history_[0]["updates"]
+
+
+def test_random_state_reproducible_and_shuffle_matters():
+    X, y = random_problem(n=40, seed=5)
+    a = StructuredPerceptronTagger(max_iter=3, random_state=7).fit(X, y)
+    b = StructuredPerceptronTagger(max_iter=3, random_state=7).fit(X, y)
+    c = StructuredPerceptronTagger(max_iter=3, random_state=8).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert not np.array_equal(a.coef_, c.coef_)
+
+
+def test_warm_start_continues_training():
+    X, y = random_problem(seed=4)
+    full = StructuredPerceptronTagger(max_iter=4, shuffle=False).fit(X, y)
+    warm = StructuredPerceptronTagger(max_iter=2, shuffle=False, warm_start=True).fit(X, y)
+    warm.fit(X, y)
+    assert warm.n_iter_ == 4
+    np.testing.assert_allclose(warm.coef_, full.coef_)
+    cold = StructuredPerceptronTagger(max_iter=2, shuffle=False).fit(X, y).fit(X, y)
+    assert cold.n_iter_ == 2
+
+
+def test_partial_fit_equals_epochs():
+    X, y = random_problem(seed=6)
+    full = StructuredPerceptronTagger(max_iter=3, shuffle=False).fit(X, y)
+    part = StructuredPerceptronTagger(shuffle=False)
+    for _ in range(3):
+        part.partial_fit(X, y)
+    np.testing.assert_allclose(part.coef_, full.coef_)
+    np.testing.assert_allclose(part.transition_coef_, full.transition_coef_)
+
+
+def test_partial_fit_classes_and_unseen_labels():
+    X, y = random_problem(seed=6)
+    y_str = [np.array(["a", "b", "c"])[t] for t in y]
+    only_a = [np.array(["a"] * len(t)) for t in y_str]
+    model = StructuredPerceptronTagger().partial_fit(X, only_a, classes=["a", "b", "c"])
+    model.partial_fit(X, y_str)
+    assert list(model.classes_) == ["a", "b", "c"]
+    fresh = StructuredPerceptronTagger().partial_fit(X, only_a)
+    with pytest.raises(ValueError, match="not seen"):
+        fresh.partial_fit(X, y_str)
+
+
+def test_predict_kbest():
+    X, y = random_problem(seed=7)
+    model = StructuredPerceptronTagger(max_iter=2, random_state=0).fit(X, y)
+    result = model.predict_kbest(X[:5], k=3)
+    preds = model.predict(X[:5])
+    for (seqs, scores), pred in zip(result, preds):
+        np.testing.assert_array_equal(seqs[0], pred)
+        assert np.all(np.diff(scores) <= 1e-12)
+        assert len(seqs) == min(3, 3 ** len(pred))
+
+
+def test_dense_input_and_integer_labels():
+    X, y = random_problem(seed=8)
+    dense = [x.toarray() for x in X]
+    a = StructuredPerceptronTagger(max_iter=2, random_state=0).fit(dense, y)
+    b = StructuredPerceptronTagger(max_iter=2, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.predict(dense)[0].dtype.kind == "i"

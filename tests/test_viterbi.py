@@ -1,0 +1,131 @@
+"""Every decoding kernel against brute-force enumeration of all label sequences."""
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sklstruct.chain import kbest_decode, pack_chain, sequence_score, viterbi_decode
+
+
+def brute_force(E, P, gold=None, cost=0.0):
+    """All label sequences and their (loss-augmented) scores, computed directly."""
+    T, L = E.shape
+    seqs = np.array(list(itertools.product(range(L), repeat=T)), dtype=np.int32)
+    scores = np.array([
+        P[L, s[0]] + E[np.arange(T), s].sum() + P[s[:-1], s[1:]].sum() + P[L + 1, s[-1]]
+        for s in seqs
+    ])
+    if cost:
+        scores = scores + cost * (seqs != gold).sum(axis=1)
+    return seqs, scores
+
+
+@st.composite
+def chain_problems(draw, integer_scores=False):
+    T = draw(st.integers(1, 5))
+    L = draw(st.integers(1, 4))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    if integer_scores:  # many ties
+        E = rng.integers(-2, 3, size=(T, L)).astype(float)
+        P = rng.integers(-2, 3, size=(L + 2, L)).astype(float)
+    else:
+        E = rng.normal(size=(T, L))
+        P = rng.normal(size=(L + 2, L))
+    gold = rng.integers(0, L, size=T)
+    return E, P, gold
+
+
+def check_kbest(E, P, k, gold=None, cost=0.0):
+    seqs, scores = brute_force(E, P, gold, cost)
+    paths, got = kbest_decode(E, P, k, gold=gold, cost=cost)
+    expected = np.sort(scores)[::-1][:k]
+    assert len(paths) == min(k, len(seqs))
+    np.testing.assert_allclose(got, expected, atol=1e-9)
+    assert len({tuple(p) for p in paths}) == len(paths), "k-best sequences must be distinct"
+    for p, s in zip(paths, got):  # each reported score is the score of its sequence
+        direct = sequence_score(E, P, p) + (cost * np.sum(p != gold) if cost else 0.0)
+        assert direct == pytest.approx(s)
+    assert np.all(np.diff(got) <= 1e-12), "k-best scores must be non-increasing"
+
+
+@settings(max_examples=200, deadline=None)
+@given(chain_problems(), st.booleans())
+def test_viterbi_matches_brute_force(problem, augmented):
+    E, P, gold = problem
+    cost = 1.0 if augmented else 0.0
+    seqs, scores = brute_force(E, P, gold, cost)
+    path, score = viterbi_decode(E, P, gold=gold, cost=cost)
+    assert score == pytest.approx(scores.max())
+    direct = sequence_score(E, P, path) + cost * np.sum(path != gold)
+    assert direct == pytest.approx(scores.max())
+
+
+@settings(max_examples=200, deadline=None)
+@given(chain_problems(), st.integers(1, 12))
+def test_kbest_matches_brute_force(problem, k):
+    E, P, _ = problem
+    check_kbest(E, P, k)
+
+
+@settings(max_examples=200, deadline=None)
+@given(chain_problems(integer_scores=True), st.integers(1, 12))
+def test_kbest_with_ties(problem, k):
+    E, P, _ = problem
+    check_kbest(E, P, k)
+
+
+@settings(max_examples=200, deadline=None)
+@given(chain_problems(), st.integers(1, 12), st.sampled_from([1.0, 0.5, 3.0]))
+def test_loss_augmented_kbest_matches_brute_force(problem, k, cost):
+    """Paper 000, eq. 12: the k sequences with the largest w.F(x, y) + L(y^n, y)."""
+    E, P, gold = problem
+    check_kbest(E, P, k, gold=gold, cost=cost)
+
+
+def test_k_larger_than_number_of_sequences():
+    rng = np.random.default_rng(1)
+    E, P = rng.normal(size=(3, 2)), rng.normal(size=(4, 2))
+    paths, scores = kbest_decode(E, P, 100)
+    assert paths.shape == (8, 3) and scores.shape == (8,)
+    assert {tuple(p) for p in paths} == set(itertools.product(range(2), repeat=3))
+
+
+def test_one_best_of_kbest_is_viterbi():
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        T, L = rng.integers(1, 30), rng.integers(1, 10)
+        E, P = rng.normal(size=(T, L)), rng.normal(size=(L + 2, L))
+        path, score = viterbi_decode(E, P)
+        paths, scores = kbest_decode(E, P, 3)
+        assert scores[0] == pytest.approx(score)
+        np.testing.assert_array_equal(paths[0], path)
+
+
+def test_pack_chain_layout():
+    trans, start, end = np.arange(4.0).reshape(2, 2), np.array([10.0, 11]), np.array([20.0, 21])
+    P = pack_chain(trans, start, end)
+    E = np.zeros((2, 2))
+    # start[1] + trans[1, 0] + end[0]
+    assert sequence_score(E, P, np.array([1, 0])) == 11 + 2 + 20
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(E=np.zeros((0, 2))), "non-empty"),
+    (dict(P=np.zeros((3, 2))), "shape"),
+    (dict(E=np.array([[np.nan, 0.0]])), "finite"),
+    (dict(gold=np.array([5])), "gold labels"),
+    (dict(k=0), "k must be"),
+])
+def test_wrappers_validate(bad, message):
+    args = dict(E=np.zeros((1, 2)), P=np.zeros((4, 2)), gold=np.array([0]), k=2)
+    args.update(bad)
+    with pytest.raises(ValueError, match=message):
+        kbest_decode(args["E"], args["P"], args["k"], gold=args["gold"], cost=1.0)
+
+
+def test_loss_augmented_needs_gold():
+    with pytest.raises(ValueError, match="gold"):
+        viterbi_decode(np.zeros((2, 2)), np.zeros((4, 2)), cost=1.0)
