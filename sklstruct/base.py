@@ -121,6 +121,10 @@ def _concat_labels(y, lengths):
         if yi.shape[0] != T:
             raise ValueError(f"sentence {i} has {T} tokens but y[{i}] has {yi.shape[0]} labels")
         parts.append(yi)
+    textual = [p.dtype.kind in "USO" for p in parts]
+    if any(textual) and not all(textual):
+        i = textual.index(not textual[0])
+        raise ValueError(f"labels must be all strings or all numbers; y[0] and y[{i}] differ")
     try:
         labels = np.concatenate(parts)
         np.unique(labels[:2])

@@ -1,0 +1,94 @@
+"""Bad input gets a ValueError that names the problem and its place; nothing crashes."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklstruct.perceptron import StructuredPerceptronTagger
+
+
+def data(n=4, F=3):
+    rng = np.random.default_rng(0)
+    X = [sp.csr_matrix(rng.random((i + 2, F))) for i in range(n)]
+    y = [np.array(["a", "b"])[np.arange(i + 2) % 2] for i in range(n)]
+    return X, y
+
+
+def fitted():
+    X, y = data()
+    return StructuredPerceptronTagger(max_iter=1).fit(X, y), X, y
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda X, y: (X[:3], y), "X has 3 sentences but y has 4"),
+    (lambda X, y: (X, y[:-1] + [y[-1][:-1]]), r"sentence 3 has 5 tokens but y\[3\] has 4"),
+    (lambda X, y: ([], []), "no sentences"),
+    (lambda X, y: (X[:1] + [sp.csr_matrix((0, 3))] + X[2:], y), "sentence 1 is empty"),
+    (lambda X, y: (X[:2] + [sp.csr_matrix(np.ones((4, 2)))] + X[3:], y), "sentence 2 has 2 features; expected 3"),
+    (lambda X, y: (X[:1] + [np.full((3, 3), np.nan)] + X[2:], y), "sentence 1, token 0: .*finite"),
+    (lambda X, y: (X[:3] + [np.full((5, 3), np.inf)], y), "sentence 3, token 0: .*finite"),
+    (lambda X, y: (X, None), "y is required"),
+    (lambda X, y: (X, y[:3] + ["abab"]), r"y\[3\] must be a sequence"),
+    (lambda X, y: (sp.vstack(X).tocsr(), y), "list of per-sentence"),
+    (lambda X, y: (np.ones((5, 3)), y), "list of per-sentence"),
+    (lambda X, y: (X[:1] + [np.ones(3)] + X[2:], y), "sentence 1: expected a 2-D"),
+    (lambda X, y: (X[:1] + [np.array([["x", "y", "z"]] * 3)] + X[2:], y), "sentence 1: features are not numeric"),
+    (lambda X, y: (X, [list(t) for t in y[:3]] + [[1] * 5]), "labels must be"),
+])
+def test_bad_fit_input(mutate, message):
+    X, y = mutate(*data())
+    with pytest.raises(ValueError, match=message):
+        StructuredPerceptronTagger(max_iter=1).fit(X, y)
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(k=0), "'k' parameter"),
+    (dict(k=1.5), "'k' parameter"),
+    (dict(max_iter=0), "'max_iter' parameter"),
+    (dict(average="yes"), "'average' parameter"),
+    (dict(shuffle=None), "'shuffle' parameter"),
+    (dict(random_state="seed"), "'random_state' parameter"),
+])
+def test_bad_parameters(params, message):
+    X, y = data()
+    with pytest.raises(ValueError, match=message):
+        StructuredPerceptronTagger(**params).fit(X, y)
+
+
+def test_predict_checks_feature_count_and_fit():
+    model, X, y = fitted()
+    with pytest.raises(ValueError, match="sentence 0 has 5 features; expected 3"):
+        model.predict([np.ones((2, 5))])
+    with pytest.raises(ValueError, match="finite"):
+        model.predict([np.full((2, 3), np.nan)])
+    with pytest.raises(ValueError, match="empty"):
+        model.predict([np.ones((0, 3))])
+    from sklearn.exceptions import NotFittedError
+    with pytest.raises(NotFittedError):
+        StructuredPerceptronTagger().predict(X)
+
+
+def test_continuing_with_other_features_or_labels():
+    model, X, y = fitted()
+    with pytest.raises(ValueError, match="features"):
+        model.partial_fit([np.ones((2, 5))], [["a", "b"]])
+    with pytest.raises(ValueError, match="not seen"):
+        model.partial_fit(X[:1], [["a", "zz"]])
+    model.set_params(warm_start=True, average=False)
+    with pytest.raises(ValueError, match="average"):
+        model.fit(X, y)
+
+
+def test_malformed_sparse_rows_rejected():
+    bad = sp.csr_matrix((np.array([1.0]), np.array([0]), np.array([0, 1])), shape=(1, 2))
+    bad.indices[0] = 7  # out of bounds column index, as a corrupted matrix could have
+    model, X, y = fitted()
+    with pytest.raises(ValueError):
+        model.predict([bad])
+
+
+def test_score_checks_y():
+    model, X, y = fitted()
+    with pytest.raises(ValueError, match="tokens but"):
+        model.score(X, [t[:-1] for t in y])
+    with pytest.raises(ValueError, match="predict_kbest|k must"):
+        model.predict_kbest(X, k=0)
