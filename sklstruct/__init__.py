@@ -1,0 +1,9 @@
+"""sklstruct: scikit-learn compatible structured max-margin learners for
+sequence labeling and constituency parsing, with Cython decoding kernels."""
+
+__version__ = "0.1.0"
+
+from .features import SequenceVectorizer, feature_set  # noqa: E402
+from .perceptron import StructuredPerceptronTagger  # noqa: E402
+
+__all__ = ["SequenceVectorizer", "StructuredPerceptronTagger", "feature_set", "__version__"]
