@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.base import BaseEstimator
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score, cross_validate

@@ -1,0 +1,650 @@
+"""Chunk-level evaluation reproducing the CoNLL ``conlleval`` script.
+
+The functions in this module give the same numbers as the ``conlleval`` Perl
+script of the CoNLL-2000 shared task (version 2004-01-26, default mode, i.e.
+without ``-r``), and :func:`format_conlleval` prints them in the same layout.
+
+Data contract
+-------------
+``y_true`` and ``y_pred`` are sequences of sentences; each sentence is a
+sequence (list, tuple or 1-D numpy array) of string labels such as ``'B-NP'``,
+``'I-NP'`` or ``'O'``. The evaluation behaves exactly like ``conlleval`` run on
+a file holding the tokens of the sentences, one per line, with one empty line
+*between* consecutive sentences (and none after the last one, whose open chunk
+is closed by conlleval's final ``if ($inCorrect)``). For the usual tag sets
+(IOB1, IOB2, IOE with ``B``/``I``/``E``/``O``) a trailing empty line would give
+the same result.
+
+conlleval's rules, reproduced here
+----------------------------------
+* A label is split on its first hyphen (``/^([^-]*)-(.*)$/``) into a prefix
+  and a chunk type; a label without a hyphen is all prefix, with type ``''``.
+  As in Perl, where the string ``"0"`` is false, a type ``'0'`` becomes ``''``.
+* A sentence boundary is processed like a token tagged ``O`` (type ``''``) in
+  both columns, but it is not counted as a token.
+* Chunk starts and ends are decided by conlleval's ``startOfChunk`` and
+  ``endOfChunk`` functions, so IOB1 (``I-`` may start a chunk) and IOB2 files
+  are handled by the same rules, as are the ``E``, ``[``, ``]`` and ``.`` tags.
+  conlleval has no rule for ``S`` (IOBES): like any other unknown prefix, it
+  starts a chunk only where the type changes.
+* A predicted chunk is correct when it starts and ends at the same tokens as a
+  true chunk and has the same type (conlleval's ``inCorrect`` state machine).
+* Token accuracy counts tokens whose prefix and type are both right.
+* Precision is ``correct / predicted``, recall ``correct / true``, F1
+  ``2PR / (P + R)``; each is 0 when its denominator is 0.
+"""
+
+from dataclasses import dataclass
+from itertools import chain
+from typing import Dict, NamedTuple
+
+import numpy as np
+from sklearn.metrics import make_scorer
+
+__all__ = [
+    "TypeScores",
+    "ChunkReport",
+    "chunk_report",
+    "format_conlleval",
+    "chunk_precision_recall_fscore",
+    "chunk_precision_score",
+    "chunk_recall_score",
+    "chunk_f1_score",
+    "token_accuracy_score",
+    "chunk_f1_scorer",
+    "chunk_precision_scorer",
+    "chunk_recall_scorer",
+    "token_accuracy_scorer",
+    "get_scorer",
+]
+
+
+class TypeScores(NamedTuple):
+    """Scores of one chunk type, as in one per-type line of conlleval.
+
+    Attributes
+    ----------
+    precision, recall, f1 : float
+        Fractions in [0, 1] (conlleval prints them as percentages).
+    n_pred_chunks : int
+        Number of predicted chunks of this type (the count conlleval prints
+        at the end of the line).
+    n_true_chunks : int
+        Number of true chunks of this type.
+    n_correct_chunks : int
+        Number of correctly predicted chunks of this type.
+    """
+
+    precision: float
+    recall: float
+    f1: float
+    n_pred_chunks: int
+    n_true_chunks: int
+    n_correct_chunks: int
+
+
+@dataclass(frozen=True)
+class ChunkReport:
+    """Result of :func:`chunk_report`, the numbers conlleval prints.
+
+    ``str(report)`` gives conlleval's output text (see
+    :func:`format_conlleval`).
+
+    Attributes
+    ----------
+    precision, recall, f1 : float
+        Overall chunk precision, recall and F1, fractions in [0, 1].
+    accuracy : float
+        Token accuracy, a fraction in [0, 1].
+    n_tokens : int
+        Number of tokens (sentence boundaries not counted).
+    n_correct_tokens : int
+        Number of tokens whose tag (prefix and type) is right.
+    n_true_chunks, n_pred_chunks, n_correct_chunks : int
+        conlleval's ``foundCorrect``, ``foundGuessed`` and ``correctChunk``.
+    per_type : dict of str to TypeScores
+        Scores per chunk type, sorted by type name.
+    """
+
+    precision: float
+    recall: float
+    f1: float
+    accuracy: float
+    n_tokens: int
+    n_correct_tokens: int
+    n_true_chunks: int
+    n_pred_chunks: int
+    n_correct_chunks: int
+    per_type: Dict[str, TypeScores]
+
+    def __str__(self):
+        return format_conlleval(self)
+
+
+# --------------------------------------------------------------------------
+# Input validation
+# --------------------------------------------------------------------------
+
+def _as_sentences(y, name):
+    """Return ``y`` as a list of 1-D label sequences, or raise ValueError."""
+    if isinstance(y, (str, bytes)):
+        raise ValueError(
+            f"{name} must be a list of label sequences (one per sentence), "
+            f"got a string: {y!r}"
+        )
+    if isinstance(y, np.ndarray) and y.ndim != 2 and y.dtype != object:
+        raise ValueError(
+            f"{name} must be a list of label sequences (one per sentence), "
+            f"got a {y.ndim}-D array of labels; wrap a single sentence in a list"
+        )
+    try:
+        sentences = list(y)
+    except TypeError:
+        raise ValueError(
+            f"{name} must be a list of label sequences (one per sentence), "
+            f"got {type(y).__name__}"
+        ) from None
+    for i, sentence in enumerate(sentences):
+        if isinstance(sentence, (str, bytes)):
+            raise ValueError(
+                f"{name}[{i}] is a string ({sentence!r}), not a sequence of "
+                f"labels; {name} must be a list of sentences, e.g. "
+                f"[['B-NP', 'I-NP', 'O']], not one flat list of labels"
+            )
+        if isinstance(sentence, np.ndarray):
+            if sentence.ndim != 1:
+                raise ValueError(
+                    f"{name}[{i}] must be a 1-D sequence of labels, got a "
+                    f"{sentence.ndim}-D array"
+                )
+        elif not hasattr(sentence, "__len__"):
+            try:
+                sentences[i] = list(sentence)
+            except TypeError:
+                raise ValueError(
+                    f"{name}[{i}] is not a sequence of labels: {sentence!r}"
+                ) from None
+    return sentences
+
+
+def _check_sentences(y_true, y_pred):
+    """Validate a pair of inputs; return them as lists of sentences."""
+    y_true = _as_sentences(y_true, "y_true")
+    y_pred = _as_sentences(y_pred, "y_pred")
+    if len(y_true) != len(y_pred):
+        raise ValueError(
+            f"y_true has {len(y_true)} sentences but y_pred has {len(y_pred)}"
+        )
+    if not y_true:
+        raise ValueError("y_true and y_pred are empty: there is nothing to evaluate")
+    n_tokens = 0
+    for i, (true_sent, pred_sent) in enumerate(zip(y_true, y_pred)):
+        if len(true_sent) != len(pred_sent):
+            raise ValueError(
+                f"sentence {i} has {len(true_sent)} labels in y_true but "
+                f"{len(pred_sent)} labels in y_pred"
+            )
+        n_tokens += len(true_sent)
+    if n_tokens == 0:
+        raise ValueError("y_true and y_pred contain no tokens: all sentences are empty")
+    return y_true, y_pred
+
+
+# --------------------------------------------------------------------------
+# conlleval core
+# --------------------------------------------------------------------------
+
+def _split_tag(label):
+    """Split a label into (prefix, type) like conlleval."""
+    # conlleval: /^([^-]*)-(.*)$/, i.e. split on the first hyphen; without a
+    # hyphen the whole label is the prefix and the type is "".
+    prefix, hyphen, chunk_type = str(label).partition("-")
+    # conlleval then does `$type = $type ? $type : ""`; "0" is false in Perl.
+    if not hyphen or chunk_type == "0":
+        chunk_type = ""
+    return prefix, chunk_type
+
+
+def _end_of_chunk(prev_tag, tag, prev_type, chunk_type):
+    """conlleval's ``endOfChunk``: did a chunk end before the current token?"""
+    return (
+        (prev_tag in ("B", "I") and tag in ("B", "O"))
+        or (prev_tag == "E" and tag in ("E", "I", "O"))
+        or (prev_tag not in ("O", ".") and prev_type != chunk_type)
+        # "[" and "]" chunks are assumed to have length 1
+        or prev_tag in ("[", "]")
+    )
+
+
+def _start_of_chunk(prev_tag, tag, prev_type, chunk_type):
+    """conlleval's ``startOfChunk``: does a chunk start at the current token?"""
+    return (
+        (prev_tag in ("B", "I", "O") and tag == "B")
+        or (prev_tag == "O" and tag in ("I", "E"))
+        or (prev_tag == "E" and tag in ("E", "I"))
+        or (tag not in ("O", ".") and prev_type != chunk_type)
+        or tag in ("[", "]")
+    )
+
+
+# The two functions above compare prefixes only with these literals, and types
+# only with each other. So they are tabulated once, indexed by
+# [previous prefix class, prefix class, type changed], any other prefix
+# behaving like "?", and chunk_report evaluates them for all tokens with numpy.
+_PREFIXES = ("O", "B", "I", "E", ".", "[", "]", "?")
+_PREFIX_CLASS = {prefix: i for i, prefix in enumerate(_PREFIXES)}
+_END_TABLE, _START_TABLE = (
+    np.array(
+        [
+            [[rule(prev, cur, "T", "T"), rule(prev, cur, "T", "U")] for cur in _PREFIXES]
+            for prev in _PREFIXES
+        ]
+    )
+    for rule in (_end_of_chunk, _start_of_chunk)
+)
+
+_BOUNDARY = object()  # marks a sentence boundary among the flattened labels
+
+
+def _flatten(sentences, boundary=None):
+    """Concatenate sentences into one list, optionally separated by ``boundary``."""
+    flat = []
+    for i, sentence in enumerate(sentences):
+        if boundary is not None and i > 0:
+            flat.append(boundary)
+        flat.extend(sentence.tolist() if isinstance(sentence, np.ndarray) else sentence)
+    return flat
+
+
+def _encode_lines(y_true, y_pred):
+    """Encode the lines conlleval would read for these sentences.
+
+    Returns a dict of integer arrays, one entry per line, where line 0 is a
+    virtual line before the data with tag ``O`` and type ``''`` (conlleval's
+    initial "previous" tags) and a sentence boundary is a line tagged ``O``
+    in both columns. For the correct (``_c``) and guessed (``_g``) column:
+    ``tag`` identifies the (prefix, type) pair, ``type`` the type and
+    ``prefix`` the prefix class; ``is_token`` is False for the virtual line
+    and the boundaries. Also returns the list of type names by type id.
+    """
+    flat = {"c": _flatten(y_true, _BOUNDARY), "g": _flatten(y_pred, _BOUNDARY)}
+    # label -> index, with the boundary as index 0
+    index = dict.fromkeys(chain([_BOUNDARY], flat["c"], flat["g"]))
+    tag_ids, type_ids = {}, {}
+    tag_of, type_of, prefix_of = [], [], []
+    for i, label in enumerate(index):
+        prefix, chunk_type = ("O", "") if label is _BOUNDARY else _split_tag(label)
+        tag_of.append(tag_ids.setdefault((prefix, chunk_type), len(tag_ids)))
+        type_of.append(type_ids.setdefault(chunk_type, len(type_ids)))
+        prefix_of.append(_PREFIX_CLASS.get(prefix, len(_PREFIXES) - 1))
+        index[label] = i
+    tag_of, type_of, prefix_of = np.array(tag_of), np.array(type_of), np.array(prefix_of)
+
+    lines = {}
+    for col in ("c", "g"):
+        ids = np.fromiter(
+            chain([0], map(index.__getitem__, flat[col])), np.intp, len(flat[col]) + 1
+        )
+        lines["tag_" + col] = tag_of[ids]
+        lines["type_" + col] = type_of[ids]
+        lines["prefix_" + col] = prefix_of[ids]
+        if col == "c":
+            lines["is_token"] = ids != 0  # boundaries are at the same lines in both
+    return lines, list(type_ids)
+
+
+def _prf(n_correct, n_pred, n_true):
+    precision = n_correct / n_pred if n_pred > 0 else 0.0
+    recall = n_correct / n_true if n_true > 0 else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+    return precision, recall, f1
+
+
+def chunk_report(y_true, y_pred):
+    """Evaluate chunks and tags exactly like the CoNLL ``conlleval`` script.
+
+    Reproduces conlleval (default mode): labels are split on the first hyphen
+    into prefix and type, chunk boundaries follow conlleval's ``startOfChunk``
+    and ``endOfChunk`` rules (IOB1, IOB2, ``E``, ``[``, ``]``, ``.`` tags),
+    sentence boundaries behave like an ``O`` token that is not counted, and a
+    predicted chunk is correct only if its start, end and type all match.
+
+    Parameters
+    ----------
+    y_true : sequence of sequences of str
+        True labels, one sequence per sentence.
+    y_pred : sequence of sequences of str
+        Predicted labels, same shape as ``y_true``.
+
+    Returns
+    -------
+    report : ChunkReport
+        Overall precision, recall, F1 and token accuracy (fractions), the
+        chunk and token counts, and ``per_type`` scores. ``str(report)`` is
+        conlleval's output text.
+
+    Raises
+    ------
+    ValueError
+        If the inputs are empty, are not lists of sentences, or differ in
+        their number of sentences or in the length of a sentence.
+
+    Examples
+    --------
+    >>> r = chunk_report([["B-NP", "I-NP", "O"]], [["B-NP", "O", "O"]])
+    >>> r.n_true_chunks, r.n_pred_chunks, r.n_correct_chunks
+    (1, 1, 0)
+    """
+    y_true, y_pred = _check_sentences(y_true, y_pred)
+    lines, type_names = _encode_lines(y_true, y_pred)
+    type_c, type_g = lines["type_c"], lines["type_g"]
+
+    # endOfChunk / startOfChunk between each line and the previous one
+    # (element i is about line i + 1), for both columns
+    ends, starts = {}, {}
+    for col in ("c", "g"):
+        prefix, types = lines["prefix_" + col], lines["type_" + col]
+        key = (prefix[:-1], prefix[1:], (types[:-1] != types[1:]).astype(int))
+        ends[col], starts[col] = _END_TABLE[key], _START_TABLE[key]
+    same_type = type_c[1:] == type_g[1:]
+    same_last_type = type_c[:-1] == type_g[:-1]
+
+    # conlleval's inCorrect state machine; `closing` collects the lines at
+    # which a correct chunk ends (its type is the previous line's type)
+    in_correct = False
+    closing = []
+    for i, end_c, end_g, start_c, start_g, same, same_last in zip(
+        range(1, len(type_c)),
+        ends["c"].tolist(), ends["g"].tolist(),
+        starts["c"].tolist(), starts["g"].tolist(),
+        same_type.tolist(), same_last_type.tolist(),
+    ):
+        if in_correct:
+            if end_c and end_g and same_last:
+                in_correct = False
+                closing.append(i - 1)
+            elif end_c != end_g or not same:
+                in_correct = False
+        if start_c and start_g and same:
+            in_correct = True
+    if in_correct:  # conlleval's final `if ($inCorrect)`: closed by the end of data
+        closing.append(len(type_c) - 1)
+
+    n_types = len(type_names)
+    correct_chunks = np.bincount(type_c[closing], minlength=n_types)
+    true_chunks = np.bincount(type_c[1:][starts["c"]], minlength=n_types)
+    pred_chunks = np.bincount(type_g[1:][starts["g"]], minlength=n_types)
+
+    per_type = {}
+    for t in sorted(range(n_types), key=type_names.__getitem__):
+        if true_chunks[t] or pred_chunks[t]:
+            n_correct, n_pred, n_true = (
+                int(correct_chunks[t]), int(pred_chunks[t]), int(true_chunks[t])
+            )
+            per_type[type_names[t]] = TypeScores(
+                *_prf(n_correct, n_pred, n_true), n_pred, n_true, n_correct
+            )
+
+    is_token = lines["is_token"]
+    n_tokens = int(is_token.sum())
+    n_correct_tokens = int((lines["tag_c"] == lines["tag_g"])[is_token].sum())
+    n_correct, n_pred, n_true = (
+        int(correct_chunks.sum()), int(pred_chunks.sum()), int(true_chunks.sum())
+    )
+    precision, recall, f1 = _prf(n_correct, n_pred, n_true)
+    return ChunkReport(
+        precision=precision,
+        recall=recall,
+        f1=f1,
+        accuracy=n_correct_tokens / n_tokens,
+        n_tokens=n_tokens,
+        n_correct_tokens=n_correct_tokens,
+        n_true_chunks=n_true,
+        n_pred_chunks=n_pred,
+        n_correct_chunks=n_correct,
+        per_type=per_type,
+    )
+
+
+def _percent(numerator, denominator):
+    # conlleval computes 100*a/b in this order; keep it to print the same digits
+    return 100 * numerator / denominator if denominator > 0 else 0.0
+
+
+def _fb1(precision, recall):
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
+def format_conlleval(report):
+    """Format a :class:`ChunkReport` exactly as conlleval prints it.
+
+    Reproduces conlleval's default output: a summary line with the counts, an
+    overall line (``%6.2f%%`` percentages, ``FB1: %6.2f``) and one line per
+    chunk type in sorted order (type right-aligned with ``%17s``, followed by
+    the number of predicted chunks of that type). The numbers are recomputed
+    from the counts in conlleval's order of operations, so the rounding of
+    the printed digits is the same.
+
+    Parameters
+    ----------
+    report : ChunkReport
+        The result of :func:`chunk_report`.
+
+    Returns
+    -------
+    text : str
+        conlleval's output, each line ending with a newline.
+
+    Examples
+    --------
+    >>> print(format_conlleval(chunk_report([["B-NP", "O"]], [["B-NP", "O"]])), end="")
+    processed 2 tokens with 1 phrases; found: 1 phrases; correct: 1.
+    accuracy: 100.00%; precision: 100.00%; recall: 100.00%; FB1: 100.00
+                   NP: precision: 100.00%; recall: 100.00%; FB1: 100.00  1
+    """
+    r = report
+    precision = _percent(r.n_correct_chunks, r.n_pred_chunks)
+    recall = _percent(r.n_correct_chunks, r.n_true_chunks)
+    lines = [
+        f"processed {r.n_tokens} tokens with {r.n_true_chunks} phrases; "
+        f"found: {r.n_pred_chunks} phrases; correct: {r.n_correct_chunks}.\n"
+    ]
+    if r.n_tokens > 0:
+        lines.append(
+            "accuracy: %6.2f%%; precision: %6.2f%%; recall: %6.2f%%; FB1: %6.2f\n"
+            % (
+                _percent(r.n_correct_tokens, r.n_tokens),
+                precision,
+                recall,
+                _fb1(precision, recall),
+            )
+        )
+    # conlleval sorts the keys of its true and predicted counts together and
+    # drops a repeated name unless the previous one is false in Perl, so an
+    # empty type present on both sides is listed twice; keep that.
+    names = sorted(
+        [t for t, s in r.per_type.items() if s.n_true_chunks]
+        + [t for t, s in r.per_type.items() if s.n_pred_chunks]
+    )
+    last = None
+    for name in names:
+        if not last or last != name:
+            s = r.per_type[name]
+            precision = _percent(s.n_correct_chunks, s.n_pred_chunks)
+            recall = _percent(s.n_correct_chunks, s.n_true_chunks)
+            # Perl's %17s pads to 17 bytes (it reads its input as bytes)
+            padding = " " * max(0, 17 - len(name.encode("utf-8")))
+            lines.append(
+                "%s%s: precision: %6.2f%%; recall: %6.2f%%; FB1: %6.2f  %d\n"
+                % (padding, name, precision, recall, _fb1(precision, recall),
+                   s.n_pred_chunks)
+            )
+        last = name
+    return "".join(lines)
+
+
+def chunk_precision_recall_fscore(y_true, y_pred):
+    """Overall chunk precision, recall and F1, as computed by conlleval.
+
+    Reproduces conlleval's overall ``precision``, ``recall`` and ``FB1``
+    (as fractions instead of percentages); see :func:`chunk_report`.
+
+    Parameters
+    ----------
+    y_true : sequence of sequences of str
+        True labels, one sequence per sentence.
+    y_pred : sequence of sequences of str
+        Predicted labels, same shape as ``y_true``.
+
+    Returns
+    -------
+    precision, recall, f1 : float
+        Fractions in [0, 1]; each is 0 when its denominator is 0.
+    """
+    report = chunk_report(y_true, y_pred)
+    return report.precision, report.recall, report.f1
+
+
+def chunk_precision_score(y_true, y_pred):
+    """Overall chunk precision, as computed by conlleval.
+
+    Reproduces conlleval's ``precision`` (correct chunks / predicted chunks,
+    0 if nothing is predicted) as a fraction; see :func:`chunk_report`.
+
+    Parameters
+    ----------
+    y_true : sequence of sequences of str
+        True labels, one sequence per sentence.
+    y_pred : sequence of sequences of str
+        Predicted labels, same shape as ``y_true``.
+
+    Returns
+    -------
+    precision : float
+    """
+    return chunk_report(y_true, y_pred).precision
+
+
+def chunk_recall_score(y_true, y_pred):
+    """Overall chunk recall, as computed by conlleval.
+
+    Reproduces conlleval's ``recall`` (correct chunks / true chunks, 0 if
+    there are no true chunks) as a fraction; see :func:`chunk_report`.
+
+    Parameters
+    ----------
+    y_true : sequence of sequences of str
+        True labels, one sequence per sentence.
+    y_pred : sequence of sequences of str
+        Predicted labels, same shape as ``y_true``.
+
+    Returns
+    -------
+    recall : float
+    """
+    return chunk_report(y_true, y_pred).recall
+
+
+def chunk_f1_score(y_true, y_pred):
+    """Overall chunk F1, as computed by conlleval.
+
+    Reproduces conlleval's ``FB1`` (``2PR / (P + R)``, 0 if ``P + R`` is 0)
+    as a fraction; see :func:`chunk_report`.
+
+    Parameters
+    ----------
+    y_true : sequence of sequences of str
+        True labels, one sequence per sentence.
+    y_pred : sequence of sequences of str
+        Predicted labels, same shape as ``y_true``.
+
+    Returns
+    -------
+    f1 : float
+
+    Examples
+    --------
+    >>> chunk_f1_score([["B-NP", "I-NP", "O", "B-VP"]], [["B-NP", "I-NP", "O", "O"]])
+    0.6666666666666666
+    """
+    return chunk_report(y_true, y_pred).f1
+
+
+def token_accuracy_score(y_true, y_pred):
+    """Fraction of tokens whose predicted label equals the true label.
+
+    For string labels this reproduces conlleval's ``accuracy`` (sentence
+    boundaries are not tokens). It works for any hashable labels (ints, ...),
+    comparing them with ``==``. (conlleval compares the split prefix and
+    type, so labels such as ``'B'`` and ``'B-'`` that it cannot tell apart
+    are equal in :func:`chunk_report`'s accuracy but not here.)
+
+    Parameters
+    ----------
+    y_true : sequence of sequences
+        True labels, one sequence per sentence.
+    y_pred : sequence of sequences
+        Predicted labels, same shape as ``y_true``.
+
+    Returns
+    -------
+    accuracy : float
+    """
+    y_true, y_pred = _check_sentences(y_true, y_pred)
+    flat_true, flat_pred = _flatten(y_true), _flatten(y_pred)
+    # object arrays: any label type, compared with ==, and tuple labels stay scalars
+    true = np.fromiter(flat_true, dtype=object, count=len(flat_true))
+    pred = np.fromiter(flat_pred, dtype=object, count=len(flat_pred))
+    return float(np.mean(true == pred))
+
+
+# --------------------------------------------------------------------------
+# scikit-learn scorers
+# --------------------------------------------------------------------------
+
+#: Scorer for ``GridSearchCV(scoring=...)``: conlleval chunk F1.
+chunk_f1_scorer = make_scorer(chunk_f1_score)
+#: Scorer for ``GridSearchCV(scoring=...)``: conlleval chunk precision.
+chunk_precision_scorer = make_scorer(chunk_precision_score)
+#: Scorer for ``GridSearchCV(scoring=...)``: conlleval chunk recall.
+chunk_recall_scorer = make_scorer(chunk_recall_score)
+#: Scorer for ``GridSearchCV(scoring=...)``: token accuracy.
+token_accuracy_scorer = make_scorer(token_accuracy_score)
+
+_SCORERS = {
+    "chunk_f1": chunk_f1_scorer,
+    "chunk_precision": chunk_precision_scorer,
+    "chunk_recall": chunk_recall_scorer,
+    "token_accuracy": token_accuracy_scorer,
+}
+
+
+def get_scorer(name):
+    """Return a scikit-learn scorer by name.
+
+    The chunk scorers reproduce conlleval's overall scores (see
+    :func:`chunk_report`); they expect ``estimator.predict(X)`` to return one
+    label sequence per sentence (e.g. a list of 1-D arrays).
+
+    Parameters
+    ----------
+    name : {'chunk_f1', 'chunk_precision', 'chunk_recall', 'token_accuracy'}
+        Name of the scorer.
+
+    Returns
+    -------
+    scorer : callable
+        A scorer made with :func:`sklearn.metrics.make_scorer`, usable as
+        ``scoring=`` in ``GridSearchCV`` or ``cross_val_score``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not one of the names above.
+    """
+    try:
+        return _SCORERS[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown scorer {name!r}; valid names are: {', '.join(_SCORERS)}"
+        ) from None
