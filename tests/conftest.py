@@ -5,22 +5,20 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-DATA_DIR = Path(os.environ.get("SKLSTRUCT_DATA", REPO.parent / "shared" / "data"))
-REQUIRE_DATA = os.environ.get("SKLSTRUCT_REQUIRE_DATA") == "1"
+
+
+def data_dir():
+    """Directory of the shared corpora: $SKLSTRUCT_DATA or <repo>/../shared/data."""
+    return Path(os.environ.get("SKLSTRUCT_DATA") or REPO.parent / "shared" / "data")
 
 
 def require_data(*parts):
-    """Path of a corpus file under SKLSTRUCT_DATA; skip (or fail under
-    SKLSTRUCT_REQUIRE_DATA=1) when it is absent."""
-    path = DATA_DIR.joinpath(*parts)
+    """Path of a corpus file under SKLSTRUCT_DATA; skip the test when it is absent,
+    or fail it when SKLSTRUCT_REQUIRE_DATA=1 (as CI sets), so CI cannot pass by skipping."""
+    path = data_dir().joinpath(*parts)
     if not path.exists():
         message = f"real corpus {path} not found (set SKLSTRUCT_DATA to the data directory)"
-        if REQUIRE_DATA:
+        if os.environ.get("SKLSTRUCT_REQUIRE_DATA") == "1":
             pytest.fail(message + "; SKLSTRUCT_REQUIRE_DATA=1 forbids skipping")
         pytest.skip(message)
     return path
-
-
-@pytest.fixture
-def data_dir():
-    return require_data()
