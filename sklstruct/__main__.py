@@ -19,21 +19,6 @@ ESTIMATORS = {
     "perceptron": StructuredPerceptronTagger,
 }
 
-#: The chunking feature templates of CRFsuite's CoNLL-2000 example: words and
-#: POS tags in a +-2 window, word bigrams and POS bigrams and trigrams around
-#: the current token.  Tokens need a POS column (column 1).
-CHUNKING_TEMPLATES = (
-    "bias", "word", "pos", "word[-1]|word", "word|word[+1]",
-    "pos[-2]|pos[-1]", "pos[-1]|pos", "pos|pos[+1]", "pos[+1]|pos[+2]",
-    "pos[-2]|pos[-1]|pos", "pos[-1]|pos|pos[+1]", "pos|pos[+1]|pos[+2]",
-)
-
-
-def chunking_features(**kwargs):
-    """The default vectorizer for chunking: :data:`CHUNKING_TEMPLATES`, window 2."""
-    return SequenceVectorizer(CHUNKING_TEMPLATES, window=2, **kwargs)
-
-
 def _parse_params(pairs):
     params = {}
     for pair in pairs or ():
@@ -51,8 +36,6 @@ def _make_features(args):
     if args.templates:
         templates = [t.strip() for t in args.templates.split(",") if t.strip()]
         return SequenceVectorizer(templates, window=args.window, min_freq=args.min_freq)
-    if args.features == "chunking":
-        return chunking_features(min_freq=args.min_freq)
     return feature_set(args.features, window=args.window, min_freq=args.min_freq)
 
 
@@ -72,7 +55,7 @@ def cmd_demo(args):
           f"{n_train} training and {len(X_test)} test sentences ({n_tokens} test tokens)")
     rows = []
     for k in args.k:
-        features = chunking_features()
+        features = feature_set("chunking")
         tagger = StructuredPerceptronTagger(k=k, max_iter=args.max_iter,
                                             random_state=args.random_state, verbose=args.verbose)
         tic = time.perf_counter()
