@@ -1,0 +1,42 @@
+"""Real data: CoNLL-2000 chunking on a subset, with an F1 floor (full runs: benchmarks/)."""
+import numpy as np
+import pytest
+from conftest import require_data
+
+from sklstruct import StructuredPerceptronTagger, feature_set
+from sklstruct.datasets import read_conll
+from sklstruct.metrics import chunk_report
+
+
+@pytest.fixture(scope="module")
+def conll2000_subset():
+    X_train, y_train = read_conll(require_data("conll2000", "train.txt"))
+    X_test, y_test = read_conll(require_data("conll2000", "test.txt"))
+    return X_train[:2000], y_train[:2000], X_test[:600], y_test[:600]
+
+
+@pytest.mark.parametrize("k, floor", [(1, 0.90), (3, 0.90)])
+def test_conll2000_subset_f1_floor(conll2000_subset, k, floor):
+    X_train, y_train, X_test, y_test = conll2000_subset
+    vec = feature_set("chunking")
+    model = StructuredPerceptronTagger(k=k, max_iter=5, random_state=0)
+    model.fit(vec.fit_transform(X_train), y_train)
+    report = chunk_report(y_test, model.predict(vec.transform(X_test)))
+    assert report.f1 >= floor, str(report)
+    # the IOB1 corpus is scored by conlleval's rules: every chunk type is present
+    assert {"NP", "VP", "PP"} <= set(report.per_type)
+    # averaging helps on real data, as it should
+    plain = StructuredPerceptronTagger(k=k, max_iter=5, random_state=0, average=False)
+    plain.fit(vec.transform(X_train), y_train)
+    assert chunk_report(y_test, plain.predict(vec.transform(X_test))).f1 < report.f1
+
+
+def test_conll2002_spanish_ner_subset():
+    X_train, y_train = read_conll(require_data("conll2002", "esp.train"))
+    X_test, y_test = read_conll(require_data("conll2002", "esp.testa"))
+    vec = feature_set("S3", window=1)
+    model = StructuredPerceptronTagger(max_iter=5, random_state=0)
+    model.fit(vec.fit_transform(X_train[:3000]), y_train[:3000])
+    report = chunk_report(y_test[:800], model.predict(vec.transform(X_test[:800])))
+    assert report.f1 >= 0.60, str(report)
+    assert set(report.per_type) == {"PER", "LOC", "ORG", "MISC"}
