@@ -39,12 +39,6 @@ def _make_features(args):
     return feature_set(args.features, window=args.window, min_freq=args.min_freq)
 
 
-def _report(y_true, y_pred, out=sys.stdout):
-    report = chunk_report(y_true, y_pred)
-    print(format_conlleval(report), file=out)
-    return report
-
-
 def cmd_demo(args):
     """Train on the embedded generated corpus and print F1 and timings."""
     X, y = make_chunking_corpus(args.n_sentences, random_state=args.random_state)
@@ -73,7 +67,7 @@ def cmd_demo(args):
         print(f"{'perceptron k=%d' % k:<28}{100 * r.f1:8.2f}{100 * r.precision:8.2f}"
               f"{100 * r.recall:8.2f}{100 * r.accuracy:8.2f}{fit_s:9.2f}{n_tokens / pred_s:12.0f}")
     print("\nconlleval report of the last model:")
-    print(format_conlleval(rows[-1][1]))
+    print(format_conlleval(rows[-1][1]), end="")
     return 0
 
 
@@ -142,7 +136,7 @@ def cmd_evaluate(args):
             raise SystemExit(f"error: {args.input} needs at least two columns (gold, predicted)")
         y_gold = [[tok[-2] for tok in s] for s in X]
         y_pred = [[tok[-1] for tok in s] for s in X]
-    _report(y_gold, y_pred)
+    print(format_conlleval(chunk_report(y_gold, y_pred)), end="")
     return 0
 
 
