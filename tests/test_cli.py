@@ -61,7 +61,8 @@ def test_errors_are_reported_not_raised(files, capsys):
     assert "'k' parameter" in capsys.readouterr().err
 
 
-def test_python_dash_m():
-    result = subprocess.run([sys.executable, "-m", "sklstruct", "--help"],
+def test_python_dash_m(tmp_path):
+    # run outside the checkout so that the installed package is the one imported
+    result = subprocess.run([sys.executable, "-m", "sklstruct", "--help"], cwd=tmp_path,
                             capture_output=True, text=True, check=True)
     assert "demo" in result.stdout and "evaluate" in result.stdout
