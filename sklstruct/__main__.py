@@ -6,6 +6,8 @@ import time
 
 import joblib
 import numpy as np
+import scipy.sparse as sp
+from sklearn.linear_model import Perceptron
 from sklearn.pipeline import make_pipeline
 
 from . import __version__
@@ -40,7 +42,8 @@ def _make_features(args):
 
 
 def cmd_demo(args):
-    """Train on the embedded generated corpus and print F1 and timings."""
+    """Train on the embedded generated corpus and print F1 and timings, beside a
+    unigram tagger (a linear classifier of each token's word and POS tag)."""
     X, y = make_chunking_corpus(args.n_sentences, random_state=args.random_state)
     n_train = int(0.8 * len(X))
     X_train, y_train, X_test, y_test = X[:n_train], y[:n_train], X[n_train:], y[n_train:]
@@ -61,10 +64,24 @@ def cmd_demo(args):
         y_pred = tagger.predict(Xt)
         predict_seconds = time.perf_counter() - tic
         report = chunk_report(y_test, y_pred)
-        rows.append((k, report, fit_seconds, predict_seconds))
+        rows.append((f"perceptron k={k}", report, fit_seconds, predict_seconds))
+    # a unigram tagger: each token classified on its own word and POS tag
+    features = SequenceVectorizer(["bias", "word", "pos"])
+    Xf = features.fit_transform(X_train)
+    tic = time.perf_counter()
+    flat = Perceptron(max_iter=args.max_iter, random_state=args.random_state, tol=None)
+    flat.fit(sp.vstack(Xf), np.concatenate(y_train))
+    fit_seconds = time.perf_counter() - tic
+    Xt = sp.vstack(features.transform(X_test))
+    tic = time.perf_counter()
+    y_flat = flat.predict(Xt)
+    predict_seconds = time.perf_counter() - tic
+    y_flat = np.split(y_flat, np.cumsum([len(s) for s in X_test])[:-1])
+    baseline = ("unigram perceptron", chunk_report(y_test, y_flat), fit_seconds,
+                predict_seconds)
     print(f"\n{'model':<28}{'F1':>8}{'prec':>8}{'recall':>8}{'acc':>8}{'fit s':>9}{'tokens/s':>12}")
-    for k, r, fit_s, pred_s in rows:
-        print(f"{'perceptron k=%d' % k:<28}{100 * r.f1:8.2f}{100 * r.precision:8.2f}"
+    for name, r, fit_s, pred_s in [baseline] + rows:
+        print(f"{name:<28}{100 * r.f1:8.2f}{100 * r.precision:8.2f}"
               f"{100 * r.recall:8.2f}{100 * r.accuracy:8.2f}{fit_s:9.2f}{n_tokens / pred_s:12.0f}")
     print("\nconlleval report of the last model:")
     print(format_conlleval(rows[-1][1]), end="")
