@@ -189,6 +189,21 @@ def _check_chain(E, P, gold=None):
     return E, P, gold
 
 
+def _loss_augmented(E, P, gold, double cost):
+    """Validated E and P; with ``cost != 0`` a copy of E with the Hamming cost
+    added to every wrong label of every token (:c:func:`add_hamming`)."""
+    E, P, gold = _check_chain(E, P, gold)
+    if cost == 0.0:
+        return E, P
+    if gold is None:
+        raise ValueError("loss-augmented decoding needs the gold labels")
+    E = E.copy()
+    cdef double[:, ::1] Ev = E
+    cdef int[::1] gv = gold
+    add_hamming(&Ev[0, 0], E.shape[0], E.shape[1], &gv[0], cost)
+    return E, P
+
+
 def pack_chain(transitions, start, end):
     """Stack transitions (L, L), start (L,) and end (L,) scores into P (L+2, L)."""
     return np.vstack([np.asarray(transitions, dtype=np.float64),
@@ -226,18 +241,10 @@ def viterbi_decode(E, P, gold=None, double cost=0.0):
     score : float
         s(path), plus the Hamming cost term when loss-augmented.
     """
-    E, P, gold = _check_chain(E, P, gold)
-    if cost != 0.0:
-        if gold is None:
-            raise ValueError("loss-augmented decoding needs the gold labels")
-        E = E.copy()
+    E, P = _loss_augmented(E, P, gold, cost)
     cdef Py_ssize_t T = E.shape[0], L = E.shape[1]
     cdef double[:, ::1] Ev = E
     cdef double[:, ::1] Pv = P
-    cdef int[::1] gv
-    if cost != 0.0:
-        gv = gold
-        add_hamming(&Ev[0, 0], T, L, &gv[0], cost)
     path = np.empty(T, dtype=np.int32)
     delta = np.empty((T, L), dtype=np.float64)
     back = np.empty((T, L), dtype=np.int32)
@@ -263,18 +270,10 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
     """
     if k < 1:
         raise ValueError(f"k must be >= 1; got {k}")
-    E, P, gold = _check_chain(E, P, gold)
-    if cost != 0.0:
-        if gold is None:
-            raise ValueError("loss-augmented decoding needs the gold labels")
-        E = E.copy()
+    E, P = _loss_augmented(E, P, gold, cost)
     cdef Py_ssize_t T = E.shape[0], L = E.shape[1]
     cdef double[:, ::1] Ev = E
     cdef double[:, ::1] Pv = P
-    cdef int[::1] gv
-    if cost != 0.0:
-        gv = gold
-        add_hamming(&Ev[0, 0], T, L, &gv[0], cost)
     delta = np.empty(T * L * k, dtype=np.float64)
     cnt = np.empty(T * L, dtype=np.int32)
     bl = np.empty(T * L * k, dtype=np.int32)
