@@ -14,11 +14,15 @@ from . import __version__
 from .datasets import make_chunking_corpus, read_conll, write_conll
 from .features import SequenceVectorizer, feature_set
 from .metrics import chunk_report, format_conlleval
+from .mira import KBestMIRATagger
+from .passive_aggressive import PassiveAggressiveTagger
 from .perceptron import StructuredPerceptronTagger
 
 #: Estimators the command line can train, by name.
 ESTIMATORS = {
     "perceptron": StructuredPerceptronTagger,
+    "pa": PassiveAggressiveTagger,
+    "mira": KBestMIRATagger,
 }
 
 def _parse_params(pairs):

@@ -14,14 +14,23 @@ average of the weights after each example is then ``w - u / c``.
 """
 import numpy as np
 
-from libc.stdlib cimport malloc, free
-from sklstruct._viterbi cimport compute_emission, viterbi, kbest
+from libc.stdlib cimport malloc, free, qsort
+from libc.string cimport memset
+from sklstruct._viterbi cimport add_hamming, compute_emission, kbest, viterbi
 
 cdef enum:
-    RULE_PERCEPTRON = 0
+    RULE_PERCEPTRON = 0     # eq. 36
+    RULE_PA = 1             # eqs. 24-25
+    RULE_RPA = 2            # eqs. 27-28
+    RULE_MIRA = 3           # k-best MIRA (section 4.1), solved by SMO
 
-# The update rules, by name, for the Python side.
-RULES = {"perceptron": RULE_PERCEPTRON}
+cdef enum:
+    COST_HAMMING = 0
+    COST_ZERO_ONE = 1
+
+# The update rules and costs, by name, for the Python side.
+RULES = {"perceptron": RULE_PERCEPTRON, "pa": RULE_PA, "rpa": RULE_RPA, "mira": RULE_MIRA}
+COSTS = {"hamming": COST_HAMMING, "zero_one": COST_ZERO_ONE}
 
 
 cdef struct Corpus:
@@ -96,10 +105,171 @@ cdef bint same_path(const int* a, const int* b, Py_ssize_t T) noexcept nogil:
     return True
 
 
+
+# ---------------------------------------------------------------------------
+# Exact joint-feature differences dF(y) = F(x, gold) - F(x, y)
+# ---------------------------------------------------------------------------
+
+cdef struct Entry:
+    long long key      # feature * L + label
+    double val
+
+
+cdef struct Diff:
+    Entry* emit        # sorted by key, one entry per (feature, label)
+    Py_ssize_t n
+    double* chain      # dense (L + 2) * L difference of the chain counts
+
+
+cdef int _cmp_entry(const void* a, const void* b) noexcept nogil:
+    cdef long long ka = (<const Entry*>a).key, kb = (<const Entry*>b).key
+    return (ka > kb) - (ka < kb)
+
+
+cdef void build_diff(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
+                     const int* path, Py_ssize_t L, Diff* d) noexcept nogil:
+    """dF(path) with repeated features summed exactly (sorted, merged entries).
+    d.emit must hold 2 * nnz(sentence) entries."""
+    cdef Py_ssize_t t, j, m = 0, n = 0
+    cdef long long f
+    for t in range(T):
+        if gold[t] != path[t]:
+            for j in range(X.indptr[row0 + t], X.indptr[row0 + t + 1]):
+                f = <long long>X.indices[j] * L
+                d.emit[m].key = f + gold[t]
+                d.emit[m].val = X.data[j]
+                d.emit[m + 1].key = f + path[t]
+                d.emit[m + 1].val = -X.data[j]
+                m += 2
+    qsort(d.emit, m, sizeof(Entry), _cmp_entry)
+    for j in range(m):
+        if n > 0 and d.emit[n - 1].key == d.emit[j].key:
+            d.emit[n - 1].val += d.emit[j].val
+        else:
+            d.emit[n] = d.emit[j]
+            n += 1
+    d.n = n
+    memset(d.chain, 0, (L + 2) * L * sizeof(double))
+    for t in range(1, T):
+        d.chain[gold[t - 1] * L + gold[t]] += 1.0
+        d.chain[path[t - 1] * L + path[t]] -= 1.0
+    d.chain[L * L + gold[0]] += 1.0
+    d.chain[L * L + path[0]] -= 1.0
+    d.chain[(L + 1) * L + gold[T - 1]] += 1.0
+    d.chain[(L + 1) * L + path[T - 1]] -= 1.0
+
+
+cdef double diff_dot(Diff* a, Diff* b, Py_ssize_t L) noexcept nogil:
+    """Exact inner product dF(a) . dF(b)."""
+    cdef Py_ssize_t i = 0, j = 0
+    cdef double s = 0.0
+    while i < a.n and j < b.n:
+        if a.emit[i].key == b.emit[j].key:
+            s += a.emit[i].val * b.emit[j].val
+            i += 1
+            j += 1
+        elif a.emit[i].key < b.emit[j].key:
+            i += 1
+        else:
+            j += 1
+    for i in range((L + 2) * L):
+        s += a.chain[i] * b.chain[i]
+    return s
+
+
+cdef void apply_diff(Diff* d, Weights* w, double step, double n_seen) noexcept nogil:
+    """w += step * dF, sparsely (and the averaging sums)."""
+    cdef Py_ssize_t i, L = w.L
+    for i in range(d.n):
+        _add(w.W, w.W_sum, d.emit[i].key, step * d.emit[i].val, step * n_seen * d.emit[i].val)
+    for i in range((L + 2) * L):
+        if d.chain[i] != 0.0:
+            _add(w.P, w.P_sum, i, step * d.chain[i], step * n_seen * d.chain[i])
+
+
+cdef Py_ssize_t hamming(const int* a, const int* b, Py_ssize_t T) noexcept nogil:
+    cdef Py_ssize_t t, n = 0
+    for t in range(T):
+        n += a[t] != b[t]
+    return n
+
+
+cdef double cost_of(const int* gold, const int* path, Py_ssize_t T, int cost) noexcept nogil:
+    """L(gold, path): Hamming distance or 0/1 loss."""
+    cdef Py_ssize_t h = hamming(gold, path, T)
+    if cost == COST_ZERO_ONE:
+        return 1.0 if h > 0 else 0.0
+    return <double>h
+
+
+# ---------------------------------------------------------------------------
+# The k-best MIRA problem on one example, by SMO
+# ---------------------------------------------------------------------------
+
+cdef Py_ssize_t smo(const double* G, const double* ell, Py_ssize_t n, double C, double tol,
+                    Py_ssize_t max_steps, double* alpha, double* grad) noexcept nogil:
+    """Solve  min_a 1/2 a'Ga - a'ell  s.t.  a >= 0, sum(a) = C  (n x n Gram G).
+
+    Variable 0 is the gold sequence (dF = 0, loss 0): its weight is the slack
+    of ``sum_{j>0} a_j <= C``, so this is the dual of  min 1/2||w - w_n||^2 + C xi
+    s.t. w.dF_j >= L_j - xi  (paper 000, eqs. 7-8 with lambda = 0, w = w_n +
+    sum a_j dF_j).  Steps between the maximum violating pair (eq. 18) with the
+    clipped step of eq. 20 until  max_{a_i>0} g_i - min g_i <= tol.
+    Returns the number of steps.
+    """
+    cdef Py_ssize_t i, up, down, steps = 0
+    cdef double delta, denom
+    for i in range(n):
+        alpha[i] = 0.0
+        grad[i] = -ell[i]
+    alpha[0] = C
+    for i in range(n):
+        grad[i] += C * G[i * n]
+    while steps < max_steps:
+        up = 0
+        down = -1
+        for i in range(n):
+            if grad[i] < grad[up]:
+                up = i
+            if alpha[i] > 0.0 and (down < 0 or grad[i] > grad[down]):
+                down = i
+        if down < 0 or grad[down] - grad[up] <= tol:
+            break
+        denom = G[up * n + up] + G[down * n + down] - 2.0 * G[up * n + down]
+        delta = alpha[down]
+        if denom > 0.0 and (grad[down] - grad[up]) / denom < delta:
+            delta = (grad[down] - grad[up]) / denom
+        alpha[up] += delta
+        alpha[down] -= delta
+        for i in range(n):
+            grad[i] += delta * (G[i * n + up] - G[i * n + down])
+        steps += 1
+    return steps
+
+
+def solve_mira_dual(G, ell, double C, double tol=1e-10, Py_ssize_t max_steps=100000):
+    """The SMO solver of the k-best MIRA step, for tests: G (n, n) with row and
+    column 0 for the gold sequence (zeros), ell (n,) with ell[0] = 0.
+    Returns alpha (n,): alpha[0] is the unused budget, alpha[1:] the steps."""
+    G = np.ascontiguousarray(G, dtype=np.float64)
+    ell = np.ascontiguousarray(ell, dtype=np.float64)
+    n = ell.shape[0]
+    if G.shape != (n, n) or n < 1:
+        raise ValueError("G must be square with one row per entry of ell")
+    alpha = np.empty(n)
+    grad = np.empty(n)
+    cdef double[:, ::1] Gv = G
+    cdef double[::1] lv = ell, av = alpha, gv = grad
+    smo(&Gv[0, 0], &lv[0], n, C, tol, max_steps, &av[0], &gv[0])
+    return alpha
+
+
 def online_epoch(const long long[::1] indptr, const int[::1] indices, const double[::1] data,
                  const long long[::1] offsets, const int[::1] y, const long long[::1] order,
                  double[:, ::1] W, double[:, ::1] P, W_sum, P_sum,
-                 Py_ssize_t k, long long n_seen, int rule=RULE_PERCEPTRON):
+                 Py_ssize_t k, long long n_seen, int rule=RULE_PERCEPTRON,
+                 double C=1.0, int cost=COST_HAMMING, double tol=1e-6,
+                 Py_ssize_t max_smo_steps=1000):
     """Run one epoch of a k-best online learner (callers validate all arrays).
 
     Parameters
@@ -112,16 +282,22 @@ def online_epoch(const long long[::1] indptr, const int[::1] indices, const doub
     W_sum, P_sum : averaging accumulators of the same shapes, or None
     k : number of best sequences per example
     n_seen : examples processed before this epoch (the averaging clock)
-    rule : the update rule (0: k-best perceptron, eq. 36)
+    rule : RULES[name]: perceptron (eq. 36, plain k-best), pa (eqs. 24-25),
+        rpa (eq. 28) or mira (section 4.1); the last three use the
+        loss-augmented k-best sequences of eq. 12
+    C : the step cap (pa, rpa) or the slack weight (mira)
+    cost : COSTS[name], the cost L(y^n, y): Hamming or 0/1
+    tol, max_smo_steps : the MIRA solver's KKT tolerance and step limit
 
     Returns
     -------
-    n_mistakes : sentences whose best sequence was not the gold one
-    n_updates : sequences that triggered an update
+    n_mistakes : sentences whose best (loss-augmented for pa, rpa, mira)
+        sequence was not the gold one
+    n_updates : sequences that received a non-zero update
     n_seen : the averaging clock after the epoch
     """
     cdef Py_ssize_t L = W.shape[1], n_sent = order.shape[0]
-    cdef Py_ssize_t i, s, j, T, row0, n, max_T = 0
+    cdef Py_ssize_t i, s, j, T, row0, n, m, max_T = 0, max_nnz = 0
     cdef double[:, ::1] Ws, Ps
     cdef Weights w
     cdef Corpus X
@@ -141,47 +317,207 @@ def online_epoch(const long long[::1] indptr, const int[::1] indices, const doub
     for i in range(n_sent):
         s = order[i]
         max_T = max(max_T, offsets[s + 1] - offsets[s])
-    cdef Py_ssize_t K = max(k, 1)
-    cdef double* E = <double*>malloc(max_T * L * sizeof(double))
-    cdef double* delta = <double*>malloc(max_T * L * K * sizeof(double))
-    cdef int* back = <int*>malloc(max_T * L * K * sizeof(int))
-    cdef int* back_rank = <int*>malloc(max_T * L * K * sizeof(int))
-    cdef int* cnt = <int*>malloc(max_T * L * sizeof(int))
-    cdef int* heads = <int*>malloc(L * sizeof(int))
-    cdef int* paths = <int*>malloc(K * max_T * sizeof(int))
-    cdef double* scores = <double*>malloc(K * sizeof(double))
-    if (E == NULL or delta == NULL or back == NULL or back_rank == NULL or cnt == NULL
-            or heads == NULL or paths == NULL or scores == NULL):
-        free(E); free(delta); free(back); free(back_rank); free(cnt); free(heads)
-        free(paths); free(scores)
-        raise MemoryError()
+        max_nnz = max(max_nnz, indptr[offsets[s + 1]] - indptr[offsets[s]])
+    cdef bint augmented = rule != RULE_PERCEPTRON
+    cdef bint zero_one = augmented and cost == COST_ZERO_ONE
+    # the 0/1-augmented k best are among the k + 1 best by score
+    cdef Py_ssize_t K = max(k, 1) + (1 if zero_one else 0)
+    cdef Py_ssize_t n_diffs = K + 1 if rule == RULE_MIRA else 1
+    work = _Workspace(max_T, max_nnz, L, K, n_diffs)
+    cdef _Workspace ws = work
     cdef long long n_mistakes = 0, n_updates = 0
     cdef const int* gold
-    cdef const int* path
+    cdef int* path
+    cdef double ell, sq, step, ell_hat
+    cdef bint stale
     with nogil:
         for i in range(n_sent):
             s = order[i]
             row0 = offsets[s]
             T = offsets[s + 1] - row0
             gold = &y[row0]
-            compute_emission(X.indptr, X.indices, X.data, row0, T, w.W, L, E)
+            compute_emission(X.indptr, X.indices, X.data, row0, T, w.W, L, ws.E)
+            if augmented and not zero_one:
+                add_hamming(ws.E, T, L, gold, 1.0)
             if K == 1:
-                viterbi(E, T, L, w.P, delta, back, paths)
+                viterbi(ws.E, T, L, w.P, ws.delta, ws.back, ws.paths)
                 n = 1
             else:
-                n = kbest(E, T, L, w.P, K, delta, cnt, back, back_rank, heads, paths, scores)
-            if not same_path(paths, gold, T):
+                n = kbest(ws.E, T, L, w.P, K, ws.delta, ws.cnt, ws.back, ws.back_rank,
+                          ws.heads, ws.paths, ws.scores)
+            if zero_one:
+                n = _rerank_zero_one(ws.paths, ws.scores, n, T, gold, k, ws.order)
+            if not same_path(ws.paths, gold, T):
                 n_mistakes += 1
+            if rule == RULE_MIRA:
+                n_updates += _mira_example(&X, row0, T, gold, ws, n, &w, C, cost, tol,
+                                           max_smo_steps, <double>n_seen)
+                n_seen += 1
+                continue
+            stale = True
+            ell_hat = 0.0
             for j in range(n):
-                path = paths + j * T
+                path = ws.paths + j * T
                 if same_path(path, gold, T):
                     continue
-                # k-best perceptron (eq. 36): update when w.dF(y) <= 0, with the
-                # weights left by the previous update of this example
-                if rule == RULE_PERCEPTRON and margin(&X, row0, T, gold, path, &w) <= 0.0:
-                    add_difference(&X, row0, T, gold, path, &w, 1.0, <double>n_seen)
-                    n_updates += 1
+                if rule == RULE_PERCEPTRON:
+                    # k-best perceptron (eq. 36): update when w.dF(y) <= 0, with the
+                    # weights left by the previous update of this example
+                    if margin(&X, row0, T, gold, path, &w) <= 0.0:
+                        add_difference(&X, row0, T, gold, path, &w, 1.0, <double>n_seen)
+                        n_updates += 1
+                    continue
+                # passive-aggressive: loss l(w; y) = L(y^n, y) - w.dF(y) (eq. 25)
+                ell = cost_of(gold, path, T, cost) - margin(&X, row0, T, gold, path, &w)
+                if ell <= 0.0:
+                    continue
+                if rule == RULE_RPA:
+                    # restricted PA (eqs. 27-28): y must be in A_w, i.e. lose at
+                    # least as much as the prediction y_hat of the current weights
+                    if stale:
+                        compute_emission(X.indptr, X.indices, X.data, row0, T, w.W, L, ws.E)
+                        viterbi(ws.E, T, L, w.P, ws.delta, ws.back, ws.y_hat)
+                        ell_hat = (cost_of(gold, ws.y_hat, T, cost)
+                                   - margin(&X, row0, T, gold, ws.y_hat, &w))
+                        stale = False
+                    if ell < ell_hat:
+                        continue
+                build_diff(&X, row0, T, gold, path, L, &ws.diffs[0])
+                sq = diff_dot(&ws.diffs[0], &ws.diffs[0], L)
+                step = ell / sq if sq > 0.0 else C
+                if step > C:
+                    step = C
+                apply_diff(&ws.diffs[0], &w, step, <double>n_seen)
+                n_updates += 1
+                stale = True
             n_seen += 1
-    free(E); free(delta); free(back); free(back_rank); free(cnt); free(heads)
-    free(paths); free(scores)
     return n_mistakes, n_updates, n_seen
+
+
+cdef Py_ssize_t _rerank_zero_one(int* paths, double* scores, Py_ssize_t n, Py_ssize_t T,
+                                 const int* gold, Py_ssize_t k, int* tmp) noexcept nogil:
+    """Turn the n best sequences by score into the (up to) k best by score + 0/1
+    loss: every non-gold sequence gains 1, the gold one keeps its place value.
+    Stable insertion sort of the n entries, then keep k."""
+    cdef Py_ssize_t a, b, t
+    cdef double sa
+    cdef int* row = tmp + T
+    for a in range(n):
+        if not same_path(paths + a * T, gold, T):
+            scores[a] += 1.0
+    for a in range(1, n):
+        sa = scores[a]
+        for t in range(T):
+            row[t] = paths[a * T + t]
+        b = a - 1
+        while b >= 0 and scores[b] < sa:
+            scores[b + 1] = scores[b]
+            for t in range(T):
+                paths[(b + 1) * T + t] = paths[b * T + t]
+            b -= 1
+        scores[b + 1] = sa
+        for t in range(T):
+            paths[(b + 1) * T + t] = row[t]
+    return n if n < k else k
+
+
+cdef long long _mira_example(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
+                             _Workspace ws, Py_ssize_t n, Weights* w, double C, int cost,
+                             double tol, Py_ssize_t max_steps, double n_seen) noexcept nogil:
+    """k-best MIRA on one example: build dF for the non-gold sequences among the
+    k best, solve the QP over them by SMO, apply w += sum_j a_j dF_j."""
+    cdef Py_ssize_t j, a, b, m = 1, L = w.L
+    cdef long long updated = 0
+    cdef int* path
+    ws.ell[0] = 0.0
+    for j in range(n):
+        path = ws.paths + j * T
+        if same_path(path, gold, T):
+            continue
+        build_diff(X, row0, T, gold, path, L, &ws.diffs[m])
+        ws.ell[m] = cost_of(gold, path, T, cost) - margin(X, row0, T, gold, path, w)
+        m += 1
+    if m == 1:
+        return 0
+    for a in range(m):
+        ws.G[a * m] = 0.0
+        ws.G[a] = 0.0
+    for a in range(1, m):
+        for b in range(a, m):
+            ws.G[a * m + b] = diff_dot(&ws.diffs[a], &ws.diffs[b], L)
+            ws.G[b * m + a] = ws.G[a * m + b]
+    smo(ws.G, ws.ell, m, C, tol, max_steps, ws.alpha, ws.grad)
+    for a in range(1, m):
+        if ws.alpha[a] > 0.0:
+            apply_diff(&ws.diffs[a], w, ws.alpha[a], n_seen)
+            updated += 1
+    return updated
+
+
+cdef class _Workspace:
+    """Scratch buffers of one epoch, sized for the longest sentence."""
+    cdef double* E
+    cdef double* delta
+    cdef int* back
+    cdef int* back_rank
+    cdef int* cnt
+    cdef int* heads
+    cdef int* paths
+    cdef double* scores
+    cdef int* y_hat
+    cdef int* order
+    cdef Diff* diffs
+    cdef Py_ssize_t n_diffs
+    cdef double* G
+    cdef double* ell
+    cdef double* alpha
+    cdef double* grad
+
+    def __cinit__(self, Py_ssize_t max_T, Py_ssize_t max_nnz, Py_ssize_t L, Py_ssize_t K,
+                  Py_ssize_t n_diffs):
+        cdef Py_ssize_t i
+        max_T = max(max_T, 1)
+        self.n_diffs = n_diffs
+        self.E = <double*>malloc(max_T * L * sizeof(double))
+        self.delta = <double*>malloc(max_T * L * K * sizeof(double))
+        self.back = <int*>malloc(max_T * L * K * sizeof(int))
+        self.back_rank = <int*>malloc(max_T * L * K * sizeof(int))
+        self.cnt = <int*>malloc(max_T * L * sizeof(int))
+        self.heads = <int*>malloc(L * sizeof(int))
+        self.paths = <int*>malloc(K * max_T * sizeof(int))
+        self.scores = <double*>malloc(K * sizeof(double))
+        self.y_hat = <int*>malloc(max_T * sizeof(int))
+        self.order = <int*>malloc(2 * max_T * sizeof(int))
+        self.G = <double*>malloc(n_diffs * n_diffs * sizeof(double))
+        self.ell = <double*>malloc(n_diffs * sizeof(double))
+        self.alpha = <double*>malloc(n_diffs * sizeof(double))
+        self.grad = <double*>malloc(n_diffs * sizeof(double))
+        self.diffs = <Diff*>malloc(n_diffs * sizeof(Diff))
+        if self.diffs != NULL:
+            for i in range(n_diffs):
+                self.diffs[i].emit = NULL
+                self.diffs[i].chain = NULL
+            for i in range(n_diffs):
+                self.diffs[i].emit = <Entry*>malloc(max(2 * max_nnz, 1) * sizeof(Entry))
+                self.diffs[i].chain = <double*>malloc((L + 2) * L * sizeof(double))
+                self.diffs[i].n = 0
+                if self.diffs[i].emit == NULL or self.diffs[i].chain == NULL:
+                    raise MemoryError()
+        if (self.E == NULL or self.delta == NULL or self.back == NULL or self.back_rank == NULL
+                or self.cnt == NULL or self.heads == NULL or self.paths == NULL
+                or self.scores == NULL or self.y_hat == NULL or self.order == NULL
+                or self.G == NULL or self.ell == NULL or self.alpha == NULL
+                or self.grad == NULL or self.diffs == NULL):
+            raise MemoryError()
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        free(self.E); free(self.delta); free(self.back); free(self.back_rank)
+        free(self.cnt); free(self.heads); free(self.paths); free(self.scores)
+        free(self.y_hat); free(self.order); free(self.G); free(self.ell)
+        free(self.alpha); free(self.grad)
+        if self.diffs != NULL:
+            for i in range(self.n_diffs):
+                free(self.diffs[i].emit)
+                free(self.diffs[i].chain)
+            free(self.diffs)
