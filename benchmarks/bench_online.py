@@ -1,0 +1,87 @@
+"""k-best PA, restricted PA and k-best MIRA beside python-crfsuite's ``pa``.
+
+On CoNLL-2000 chunking (full train, official test) and CoNLL-2002 Spanish NER
+(train; testa to choose C; testb for the score), for k in {1, 2, 5, 10}, with
+identical features for both libraries (see ``common.load``).  Reports chunk F1,
+seconds per epoch, prediction tokens/s and peak memory; each model runs in its
+own forked process.
+
+Usage (needs ``pip install python-crfsuite``)::
+
+    python benchmarks/bench_online.py [--data DIR] [--epochs 10] [--k 1 2 5 10] [--out-dir DIR]
+"""
+import argparse
+import sys
+from pathlib import Path
+
+from common import DEFAULT_DATA, in_child, load, n_tokens, run_crfsuite, run_estimator, table
+
+from sklstruct import KBestMIRATagger, PassiveAggressiveTagger, SequenceVectorizer, feature_set
+
+#: NER features: S3-style spelling features of the current and neighbouring
+#: words plus the POS column of the Spanish files.
+NER_TEMPLATES = ("bias", "word", "lower", "pos", "prefix3", "suffix2", "suffix3", "shape",
+                 "is_title", "is_upper", "has_digit", "has_hyphen", "pos[-1]|pos")
+
+
+def learners(k, C, epochs):
+    common = dict(k=k, C=C, max_iter=epochs, random_state=0)
+    return [(f"sklstruct PA k={k}", PassiveAggressiveTagger(**common)),
+            (f"sklstruct RPA k={k}", PassiveAggressiveTagger(restricted=True, **common)),
+            (f"sklstruct MIRA k={k}", KBestMIRATagger(**common))]
+
+
+def run(data, title, test, C, c_crf, ks, epochs):
+    print(f"\n## {title}: {len(data['y']['train'])} training sentences "
+          f"({n_tokens(data, 'train')} tokens), {n_tokens(data, test)} {test} tokens, "
+          f"{data['n_features']} features, {epochs} epochs, C={C} (CRFsuite c={c_crf})",
+          flush=True)
+    rows = [in_child(run_crfsuite, data, "python-crfsuite pa", "pa",
+                     {"max_iterations": epochs, "c": c_crf}, test)]
+    for k in ks:
+        for name, model in learners(k, C, epochs):
+            rows.append(in_child(run_estimator, data, name, model, test))
+            print(f"  {name}: F1 {100 * rows[-1]['f1']:.2f}, {rows[-1]['epoch_s']:.3f} s/epoch",
+                  flush=True)
+    out = f"## {title}\n\n" + table(rows, "python-crfsuite pa")
+    print(out, flush=True)
+    return out
+
+
+def choose_C(data, grid, epochs):
+    """C for our 1-best PA and c for CRFsuite's pa, each by F1 on testa."""
+    ours = {C: in_child(run_estimator, data, "pa", PassiveAggressiveTagger(
+        C=C, max_iter=epochs, random_state=0), "testa")["f1"] for C in grid}
+    theirs = {c: in_child(run_crfsuite, data, "crf", "pa", {"max_iterations": epochs, "c": c},
+                          "testa")["f1"] for c in grid}
+    print(f"testa F1 by C: sklstruct PA {ours}; CRFsuite pa {theirs}", flush=True)
+    return max(ours, key=ours.get), max(theirs, key=theirs.get)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default=DEFAULT_DATA)
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--k", type=int, nargs="+", default=[1, 2, 5, 10])
+    parser.add_argument("--out-dir", help="write one markdown table per corpus here")
+    args = parser.parse_args(argv)
+    root = Path(args.data)
+    conll2000 = load(root / "conll2000" / "train.txt", {"test": root / "conll2000" / "test.txt"},
+                     feature_set("chunking"))
+    tables = {"conll2000": run(conll2000, "CoNLL-2000 chunking", "test", 1.0, 1.0, args.k,
+                               args.epochs)}
+    del conll2000
+    esp = root / "conll2002"
+    conll2002 = load(esp / "esp.train", {"testa": esp / "esp.testa", "testb": esp / "esp.testb"},
+                     SequenceVectorizer(NER_TEMPLATES, window=1))
+    C, c_crf = choose_C(conll2002, [0.01, 0.1, 1.0], args.epochs)
+    tables["conll2002_esp"] = run(conll2002, "CoNLL-2002 Spanish NER (testb)", "testb", C, c_crf,
+                                  args.k, args.epochs)
+    if args.out_dir:
+        for name, text in tables.items():
+            Path(args.out_dir, f"online_{name}.md").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

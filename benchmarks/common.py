@@ -1,0 +1,126 @@
+"""Shared pieces of the benchmarks: data with identical features for sklstruct and
+python-crfsuite, running each model in a forked child (for its own peak memory),
+and the results table."""
+import multiprocessing as mp
+import os
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sklstruct.datasets import read_conll
+from sklstruct.metrics import chunk_report
+
+DEFAULT_DATA = Path(os.environ.get(
+    "SKLSTRUCT_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+
+
+def rss_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def peak_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def load(train_path, test_paths, vectorizer):
+    """Read the files, fit the vectorizer on the training file, and give both
+    libraries the same features: CSR matrices for sklstruct, the same attribute
+    strings (restricted to the fitted vocabulary) for CRFsuite."""
+    tokens, labels = read_conll(train_path)
+    tic = time.perf_counter()
+    X = {"train": vectorizer.fit_transform(tokens)}
+    vocab = vectorizer.vocabulary_
+
+    def attributes(toks):
+        return [[[f for f in tok if f in vocab] for tok in s] for s in vectorizer.token_features(toks)]
+
+    data = {"vectorizer": vectorizer, "X": X, "y": {"train": labels}, "tokens": {"train": tokens},
+            "attrs": {"train": attributes(tokens)}, "n_features": len(vocab)}
+    for name, path in test_paths.items():
+        toks, labs = read_conll(path)
+        X[name] = vectorizer.transform(toks)
+        data["y"][name], data["tokens"][name] = labs, toks
+        data["attrs"][name] = attributes(toks)
+    data["feature_seconds"] = time.perf_counter() - tic
+    return data
+
+
+def n_tokens(data, part):
+    return sum(map(len, data["y"][part]))
+
+
+def run_estimator(data, name, estimator, test, queue):
+    base = rss_mb()
+    tic = time.perf_counter()
+    estimator.fit(data["X"]["train"], data["y"]["train"])
+    fit_s = time.perf_counter() - tic
+    epoch_s = float(np.mean([h["seconds"] for h in estimator.history_]))
+    tic = time.perf_counter()
+    pred = estimator.predict(data["X"][test])
+    pred_s = time.perf_counter() - tic
+    tic = time.perf_counter()
+    data["vectorizer"].transform(data["tokens"][test])
+    transform_s = time.perf_counter() - tic
+    queue.put(dict(name=name, f1=chunk_report(data["y"][test], pred).f1, epoch_s=epoch_s,
+                   fit_s=fit_s, pred_tps=n_tokens(data, test) / pred_s,
+                   pred_raw_tps=n_tokens(data, test) / (pred_s + transform_s),
+                   mem_mb=peak_mb() - base))
+
+
+def run_crfsuite(data, name, algorithm, params, test, queue):
+    import pycrfsuite
+
+    base = rss_mb()
+    trainer = pycrfsuite.Trainer(algorithm=algorithm, verbose=False)
+    for xseq, yseq in zip(data["attrs"]["train"], data["y"]["train"]):
+        trainer.append(xseq, list(yseq))
+    trainer.set_params(params)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.crfsuite")
+        tic = time.perf_counter()
+        trainer.train(path)
+        fit_s = time.perf_counter() - tic
+        iters = trainer.logparser.iterations
+        epoch_s = float(np.mean([it["time"] for it in iters])) if iters else float("nan")
+        tagger = pycrfsuite.Tagger()
+        tagger.open(path)
+        tic = time.perf_counter()
+        pred = [tagger.tag(xseq) for xseq in data["attrs"][test]]
+        pred_s = time.perf_counter() - tic
+    queue.put(dict(name=name, f1=chunk_report(data["y"][test], pred).f1, epoch_s=epoch_s,
+                   fit_s=fit_s, pred_tps=n_tokens(data, test) / pred_s,
+                   pred_raw_tps=float("nan"), mem_mb=peak_mb() - base))
+
+
+def in_child(target, *args):
+    """Run target(*args, queue) in a forked process and return what it put."""
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=target, args=args + (queue,))
+    proc.start()
+    result = queue.get()
+    proc.join()
+    return result
+
+
+def table(rows, reference):
+    """Markdown table with time and speed ratios against the reference row."""
+    ref = next(r for r in rows if r["name"] == reference)
+    lines = [
+        "| model | chunk F1 | s / epoch | epoch time vs CRFsuite | predict tokens/s | "
+        "predict speed vs CRFsuite | tokens/s incl. features | peak memory added (MB) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        raw = "-" if np.isnan(r["pred_raw_tps"]) else f"{r['pred_raw_tps']:,.0f}"
+        lines.append(f"| {r['name']} | {100 * r['f1']:.2f} | {r['epoch_s']:.3f} | "
+                     f"{r['epoch_s'] / ref['epoch_s']:.2f}x | {r['pred_tps']:,.0f} | "
+                     f"{r['pred_tps'] / ref['pred_tps']:.2f}x | {raw} | {r['mem_mb']:.0f} |")
+    return "\n".join(lines)
