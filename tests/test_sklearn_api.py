@@ -8,7 +8,8 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, cross_val_score, cross_validate
 from sklearn.pipeline import make_pipeline
 
-from sklstruct import SequenceVectorizer, StructuredPerceptronTagger
+from sklstruct import (KBestMIRATagger, PassiveAggressiveTagger, SequenceVectorizer,
+                       StructuredPerceptronTagger)
 from sklstruct.datasets import make_chunking_corpus
 from sklstruct.metrics import chunk_f1_scorer, get_scorer
 
@@ -117,3 +118,19 @@ def test_chain_model_beats_unigram_tagger(corpus):
     f1 = chunk_f1_score(y[test], chain.predict(X[test]))
     assert f1 > 0.95
     assert f1 - unigram > 0.05, (f1, unigram)
+
+
+@pytest.mark.parametrize("tagger", [PassiveAggressiveTagger(k=2, restricted=True),
+                                    KBestMIRATagger(k=3, cost="zero_one")])
+def test_other_learners_are_sklearn_citizens(corpus, tagger):
+    X, y = corpus
+    model = make_pipeline(SequenceVectorizer(["word", "pos"], window=1),
+                          clone(tagger).set_params(max_iter=2, random_state=0))
+    scores = cross_val_score(model, X, y, cv=3, scoring=chunk_f1_scorer)
+    assert np.all(scores > 0.5)
+    model.fit(X, y)
+    again = pickle.loads(pickle.dumps(model))
+    for a, b in zip(model.predict(X), again.predict(X)):
+        np.testing.assert_array_equal(a, b)
+    again[-1].partial_fit(again[0].transform(X[:10]), y[:10])
+    assert again[-1].n_iter_ == 3

@@ -3,7 +3,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklstruct.perceptron import StructuredPerceptronTagger
+from sklstruct import KBestMIRATagger, PassiveAggressiveTagger, StructuredPerceptronTagger
+
+ESTIMATORS = [StructuredPerceptronTagger, PassiveAggressiveTagger, KBestMIRATagger]
 
 
 def data(n=4, F=3):
@@ -13,9 +15,10 @@ def data(n=4, F=3):
     return X, y
 
 
-def fitted():
+@pytest.fixture(params=ESTIMATORS)
+def fitted(request):
     X, y = data()
-    return StructuredPerceptronTagger(max_iter=1).fit(X, y), X, y
+    return request.param(max_iter=1).fit(X, y), X, y
 
 
 @pytest.mark.parametrize("mutate, message", [
@@ -34,10 +37,11 @@ def fitted():
     (lambda X, y: (X[:1] + [np.array([["x", "y", "z"]] * 3)] + X[2:], y), "sentence 1: features are not numeric"),
     (lambda X, y: (X, [list(t) for t in y[:3]] + [[1] * 5]), "labels must be"),
 ])
-def test_bad_fit_input(mutate, message):
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_bad_fit_input(mutate, message, cls):
     X, y = mutate(*data())
     with pytest.raises(ValueError, match=message):
-        StructuredPerceptronTagger(max_iter=1).fit(X, y)
+        cls(max_iter=1).fit(X, y)
 
 
 @pytest.mark.parametrize("params, message", [
@@ -48,14 +52,15 @@ def test_bad_fit_input(mutate, message):
     (dict(shuffle=None), "'shuffle' parameter"),
     (dict(random_state="seed"), "'random_state' parameter"),
 ])
-def test_bad_parameters(params, message):
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_bad_parameters(params, message, cls):
     X, y = data()
     with pytest.raises(ValueError, match=message):
-        StructuredPerceptronTagger(**params).fit(X, y)
+        cls(**params).fit(X, y)
 
 
-def test_predict_checks_feature_count_and_fit():
-    model, X, y = fitted()
+def test_predict_checks_feature_count_and_fit(fitted):
+    model, X, y = fitted
     with pytest.raises(ValueError, match="sentence 0 has 5 features; expected 3"):
         model.predict([np.ones((2, 5))])
     with pytest.raises(ValueError, match="finite"):
@@ -67,8 +72,8 @@ def test_predict_checks_feature_count_and_fit():
         StructuredPerceptronTagger().predict(X)
 
 
-def test_continuing_with_other_features_or_labels():
-    model, X, y = fitted()
+def test_continuing_with_other_features_or_labels(fitted):
+    model, X, y = fitted
     with pytest.raises(ValueError, match="features"):
         model.partial_fit([np.ones((2, 5))], [["a", "b"]])
     with pytest.raises(ValueError, match="not seen"):
@@ -78,16 +83,16 @@ def test_continuing_with_other_features_or_labels():
         model.fit(X, y)
 
 
-def test_malformed_sparse_rows_rejected():
+def test_malformed_sparse_rows_rejected(fitted):
     bad = sp.csr_matrix((np.array([1.0]), np.array([0]), np.array([0, 1])), shape=(1, 2))
     bad.indices[0] = 7  # out of bounds column index, as a corrupted matrix could have
-    model, X, y = fitted()
+    model, X, y = fitted
     with pytest.raises(ValueError):
         model.predict([bad])
 
 
-def test_score_checks_y():
-    model, X, y = fitted()
+def test_score_checks_y(fitted):
+    model, X, y = fitted
     with pytest.raises(ValueError, match="tokens but"):
         model.score(X, [t[:-1] for t in y])
     with pytest.raises(ValueError, match="predict_kbest|k must"):
