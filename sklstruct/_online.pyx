@@ -344,7 +344,7 @@ def online_epoch(const long long[::1] indptr, const int[::1] indices, const doub
                 n = 1
             else:
                 n = kbest(ws.E, T, L, w.P, K, ws.delta, ws.cnt, ws.back, ws.back_rank,
-                          ws.heads, ws.paths, ws.scores)
+                          ws.heads, ws.cand, ws.paths, ws.scores)
             if zero_one:
                 n = _rerank_zero_one(ws.paths, ws.scores, n, T, gold, k, ws.order)
             if not same_path(ws.paths, gold, T):
@@ -462,6 +462,7 @@ cdef class _Workspace:
     cdef int* back_rank
     cdef int* cnt
     cdef int* heads
+    cdef double* cand
     cdef int* paths
     cdef double* scores
     cdef int* y_hat
@@ -483,7 +484,8 @@ cdef class _Workspace:
         self.back = <int*>malloc(max_T * L * K * sizeof(int))
         self.back_rank = <int*>malloc(max_T * L * K * sizeof(int))
         self.cnt = <int*>malloc(max_T * L * sizeof(int))
-        self.heads = <int*>malloc(L * sizeof(int))
+        self.heads = <int*>malloc(2 * K * sizeof(int))
+        self.cand = <double*>malloc(K * sizeof(double))
         self.paths = <int*>malloc(K * max_T * sizeof(int))
         self.scores = <double*>malloc(K * sizeof(double))
         self.y_hat = <int*>malloc(max_T * sizeof(int))
@@ -504,7 +506,7 @@ cdef class _Workspace:
                 if self.diffs[i].emit == NULL or self.diffs[i].chain == NULL:
                     raise MemoryError()
         if (self.E == NULL or self.delta == NULL or self.back == NULL or self.back_rank == NULL
-                or self.cnt == NULL or self.heads == NULL or self.paths == NULL
+                or self.cnt == NULL or self.heads == NULL or self.cand == NULL or self.paths == NULL
                 or self.scores == NULL or self.y_hat == NULL or self.order == NULL
                 or self.G == NULL or self.ell == NULL or self.alpha == NULL
                 or self.grad == NULL or self.diffs == NULL):
@@ -513,7 +515,7 @@ cdef class _Workspace:
     def __dealloc__(self):
         cdef Py_ssize_t i
         free(self.E); free(self.delta); free(self.back); free(self.back_rank)
-        free(self.cnt); free(self.heads); free(self.paths); free(self.scores)
+        free(self.cnt); free(self.heads); free(self.cand); free(self.paths); free(self.scores)
         free(self.y_hat); free(self.order); free(self.G); free(self.ell)
         free(self.alpha); free(self.grad)
         if self.diffs != NULL:

@@ -19,7 +19,7 @@ cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P
 
 cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                       Py_ssize_t K, double* delta, int* cnt, int* back_label,
-                      int* back_rank, int* heads, int* paths,
+                      int* back_rank, int* heads, double* cand, int* paths,
                       double* scores) noexcept nogil
 
 cdef double path_score(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,

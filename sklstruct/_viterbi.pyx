@@ -18,6 +18,7 @@ import numpy as np
 
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
+from libc.math cimport INFINITY
 
 
 cdef void compute_emission(const long long* indptr, const int* indices, const double* data,
@@ -82,75 +83,79 @@ cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P
     return best
 
 
+cdef inline void _backtrack(Py_ssize_t T, Py_ssize_t L, Py_ssize_t K, Py_ssize_t y,
+                            Py_ssize_t r, const int* back_label, const int* back_rank,
+                            int* path) noexcept nogil:
+    cdef Py_ssize_t t, idx
+    for t in range(T - 1, -1, -1):
+        path[t] = <int>y
+        if t > 0:
+            idx = (t * L + y) * K + r
+            y = back_label[idx]
+            r = back_rank[idx]
+
+
+cdef inline Py_ssize_t _top_k(const double* prev, const int* prev_cnt, Py_ssize_t L,
+                              Py_ssize_t K, const double* trans, Py_ssize_t stride,
+                              double* out_s, int* out_label, int* out_rank) noexcept nogil:
+    """The K best of prev[y', r] + trans[y' * stride] over all predecessors y' and
+    ranks r, best first, ties in (y', r) order, by insertion into a sorted
+    buffer of K.  Each list prev[y', :] is sorted, so a list is left as soon as
+    its next entry cannot enter the full buffer: after a few lists most are
+    left after one comparison.  Returns how many were found (<= K)."""
+    cdef Py_ssize_t yp, r, pos, n = 0
+    cdef double s, tr
+    for yp in range(L):
+        tr = trans[yp * stride]
+        for r in range(prev_cnt[yp]):
+            s = prev[yp * K + r] + tr
+            if n == K and s <= out_s[K - 1]:
+                break
+            pos = n if n < K else K - 1
+            while pos > 0 and out_s[pos - 1] < s:
+                out_s[pos] = out_s[pos - 1]
+                out_label[pos] = out_label[pos - 1]
+                out_rank[pos] = out_rank[pos - 1]
+                pos -= 1
+            out_s[pos] = s
+            out_label[pos] = <int>yp
+            out_rank[pos] = <int>r
+            if n < K:
+                n += 1
+    return n
+
+
 cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                       Py_ssize_t K, double* delta, int* cnt, int* back_label,
-                      int* back_rank, int* heads, int* paths,
+                      int* back_rank, int* heads, double* cand, int* paths,
                       double* scores) noexcept nogil:
     """Exact k-best list Viterbi.
 
-    delta[t, y, r] is the r-th best score of a prefix ending in label y at t;
-    each list is the K-way merge of the sorted lists of all predecessors, so
-    the lists stay sorted and every entry is a distinct prefix.  Writes the
-    n <= K best distinct sequences (best first) into paths (K*T) and scores,
-    and returns n (smaller than K when fewer than K sequences exist).
-    Scratch: delta, back_label, back_rank (T*L*K), cnt (T*L), heads (L).
-    O(T L^2 K) time.
+    delta[t, y, :] holds the K best scores of prefixes ending in label y at t,
+    sorted, each a distinct prefix (its back-pointer pair (y', r) is unique);
+    it is the top K of the predecessors' lists plus the transition (_top_k).
+    Writes the n <= K best distinct sequences (best first) into paths (K*T)
+    and scores, and returns n (smaller than K when fewer than K sequences
+    exist).  Ties go to the lowest predecessor label, then rank.
+    Scratch: delta, back_label, back_rank (T*L*K), cnt (T*L), heads (2*K),
+    cand (K).  O(T L^2 K) time in the worst case, close to O(T L^2) in practice.
     """
-    cdef Py_ssize_t t, y, yp, n, r, idx, best_yp
-    cdef double best, s
-    cdef const double* start = P + L * L
-    cdef const double* end = P + (L + 1) * L
+    cdef Py_ssize_t t, y, n, i, idx
     for y in range(L):
-        delta[y * K] = start[y] + E[y]
+        delta[y * K] = P[L * L + y] + E[y]
         cnt[y] = 1
     for t in range(1, T):
         for y in range(L):
-            for yp in range(L):
-                heads[yp] = 0
-            n = 0
-            while n < K:
-                best_yp = -1
-                best = 0.0
-                for yp in range(L):
-                    if heads[yp] < cnt[(t - 1) * L + yp]:
-                        s = delta[((t - 1) * L + yp) * K + heads[yp]] + P[yp * L + y]
-                        if best_yp < 0 or s > best:
-                            best = s
-                            best_yp = yp
-                if best_yp < 0:
-                    break
-                idx = (t * L + y) * K + n
-                delta[idx] = best + E[t * L + y]
-                back_label[idx] = <int>best_yp
-                back_rank[idx] = heads[best_yp]
-                heads[best_yp] += 1
-                n += 1
+            idx = (t * L + y) * K
+            n = _top_k(delta + (t - 1) * L * K, cnt + (t - 1) * L, L, K, P + y, L,
+                       delta + idx, back_label + idx, back_rank + idx)
+            for i in range(n):
+                delta[idx + i] += E[t * L + y]
             cnt[t * L + y] = <int>n
-    for y in range(L):
-        heads[y] = 0
-    n = 0
-    while n < K:
-        best_yp = -1
-        best = 0.0
-        for y in range(L):
-            if heads[y] < cnt[(T - 1) * L + y]:
-                s = delta[((T - 1) * L + y) * K + heads[y]] + end[y]
-                if best_yp < 0 or s > best:
-                    best = s
-                    best_yp = y
-        if best_yp < 0:
-            break
-        scores[n] = best
-        y = best_yp
-        r = heads[best_yp]
-        heads[best_yp] += 1
-        for t in range(T - 1, -1, -1):
-            paths[n * T + t] = <int>y
-            if t > 0:
-                idx = (t * L + y) * K + r
-                y = back_label[idx]
-                r = back_rank[idx]
-        n += 1
+    n = _top_k(delta + (T - 1) * L * K, cnt + (T - 1) * L, L, K, P + (L + 1) * L, 1,
+               scores, heads, heads + K)
+    for i in range(n):
+        _backtrack(T, L, K, heads[i], heads[K + i], back_label, back_rank, paths + i * T)
     return n
 
 
@@ -278,17 +283,18 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
     cnt = np.empty(T * L, dtype=np.int32)
     bl = np.empty(T * L * k, dtype=np.int32)
     br = np.empty(T * L * k, dtype=np.int32)
-    heads = np.empty(L, dtype=np.int32)
+    heads = np.empty(2 * k, dtype=np.int32)
+    cand = np.empty(k, dtype=np.float64)
     paths = np.empty((k, T), dtype=np.int32)
     scores = np.empty(k, dtype=np.float64)
     cdef double[::1] dv = delta
     cdef int[::1] cv = cnt, blv = bl, brv = br, hv = heads
     cdef int[:, ::1] pv = paths
-    cdef double[::1] sv = scores
+    cdef double[::1] sv = scores, candv = cand
     cdef Py_ssize_t n
     with nogil:
         n = kbest(&Ev[0, 0], T, L, &Pv[0, 0], k, &dv[0], &cv[0], &blv[0], &brv[0],
-                  &hv[0], &pv[0, 0], &sv[0])
+                  &hv[0], &candv[0], &pv[0, 0], &sv[0])
     return paths[:n].copy(), scores[:n].copy()
 
 
