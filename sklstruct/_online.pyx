@@ -484,7 +484,7 @@ cdef class _Workspace:
         self.back = <int*>malloc(max_T * L * K * sizeof(int))
         self.back_rank = <int*>malloc(max_T * L * K * sizeof(int))
         self.cnt = <int*>malloc(max_T * L * sizeof(int))
-        self.heads = <int*>malloc(2 * K * sizeof(int))
+        self.heads = <int*>malloc(4 * K * sizeof(int))
         self.cand = <double*>malloc(K * sizeof(double))
         self.paths = <int*>malloc(K * max_T * sizeof(int))
         self.scores = <double*>malloc(K * sizeof(double))

@@ -97,31 +97,53 @@ cdef inline void _backtrack(Py_ssize_t T, Py_ssize_t L, Py_ssize_t K, Py_ssize_t
 
 cdef inline Py_ssize_t _top_k(const double* prev, const int* prev_cnt, Py_ssize_t L,
                               Py_ssize_t K, const double* trans, Py_ssize_t stride,
-                              double* out_s, int* out_label, int* out_rank) noexcept nogil:
+                              double* out_s, int* out_label, int* out_rank,
+                              int* lists, int* taken, double* heads) noexcept nogil:
     """The K best of prev[y', r] + trans[y' * stride] over all predecessors y' and
-    ranks r, best first, ties in (y', r) order, by insertion into a sorted
-    buffer of K.  Each list prev[y', :] is sorted, so a list is left as soon as
-    its next entry cannot enter the full buffer: after a few lists most are
-    left after one comparison.  Returns how many were found (<= K)."""
-    cdef Py_ssize_t yp, r, pos, n = 0
-    cdef double s, tr
+    ranks r, best first, ties in (y', r) order.
+
+    Every list prev[y', :] is sorted, so only the lists whose heads are among
+    the K best heads can contribute: pick those (insertion into a sorted
+    buffer of K, stable) and merge just them, K-way.  O(L + K^2) per state.
+    Scratch: lists, taken (K ints), heads (K doubles).  Returns how many (<= K).
+    """
+    cdef Py_ssize_t yp, i, pos, m = 0, n = 0, best
+    cdef double h
+    # the K best heads, ties to the lower label (stable insertion)
     for yp in range(L):
-        tr = trans[yp * stride]
-        for r in range(prev_cnt[yp]):
-            s = prev[yp * K + r] + tr
-            if n == K and s <= out_s[K - 1]:
-                break
-            pos = n if n < K else K - 1
-            while pos > 0 and out_s[pos - 1] < s:
-                out_s[pos] = out_s[pos - 1]
-                out_label[pos] = out_label[pos - 1]
-                out_rank[pos] = out_rank[pos - 1]
-                pos -= 1
-            out_s[pos] = s
-            out_label[pos] = <int>yp
-            out_rank[pos] = <int>r
-            if n < K:
-                n += 1
+        h = prev[yp * K] + trans[yp * stride]
+        if m == K and h <= heads[K - 1]:
+            continue
+        pos = m if m < K else K - 1
+        while pos > 0 and heads[pos - 1] < h:
+            heads[pos] = heads[pos - 1]
+            lists[pos] = lists[pos - 1]
+            pos -= 1
+        heads[pos] = h
+        lists[pos] = <int>yp
+        if m < K:
+            m += 1
+    # K-way merge of those lists; taken[i] counts what list i has given
+    for i in range(m):
+        taken[i] = 0
+    while n < K:
+        best = -1
+        for i in range(m):
+            if heads[i] != -INFINITY and (best < 0 or heads[i] > heads[best]
+                                          or (heads[i] == heads[best] and lists[i] < lists[best])):
+                best = i
+        if best < 0:
+            break
+        yp = lists[best]
+        out_s[n] = heads[best]
+        out_label[n] = <int>yp
+        out_rank[n] = taken[best]
+        taken[best] += 1
+        if taken[best] < prev_cnt[yp]:
+            heads[best] = prev[yp * K + taken[best]] + trans[yp * stride]
+        else:
+            heads[best] = -INFINITY
+        n += 1
     return n
 
 
@@ -137,8 +159,8 @@ cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double*
     Writes the n <= K best distinct sequences (best first) into paths (K*T)
     and scores, and returns n (smaller than K when fewer than K sequences
     exist).  Ties go to the lowest predecessor label, then rank.
-    Scratch: delta, back_label, back_rank (T*L*K), cnt (T*L), heads (2*K),
-    cand (K).  O(T L^2 K) time in the worst case, close to O(T L^2) in practice.
+    Scratch: delta, back_label, back_rank (T*L*K), cnt (T*L), heads (4*K ints),
+    cand (K).  O(T L (L + K^2)) time.
     """
     cdef Py_ssize_t t, y, n, i, idx
     for y in range(L):
@@ -148,12 +170,13 @@ cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double*
         for y in range(L):
             idx = (t * L + y) * K
             n = _top_k(delta + (t - 1) * L * K, cnt + (t - 1) * L, L, K, P + y, L,
-                       delta + idx, back_label + idx, back_rank + idx)
+                       delta + idx, back_label + idx, back_rank + idx,
+                       heads + 2 * K, heads + 3 * K, cand)
             for i in range(n):
                 delta[idx + i] += E[t * L + y]
             cnt[t * L + y] = <int>n
     n = _top_k(delta + (T - 1) * L * K, cnt + (T - 1) * L, L, K, P + (L + 1) * L, 1,
-               scores, heads, heads + K)
+               scores, heads, heads + K, heads + 2 * K, heads + 3 * K, cand)
     for i in range(n):
         _backtrack(T, L, K, heads[i], heads[K + i], back_label, back_rank, paths + i * T)
     return n
@@ -283,7 +306,7 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
     cnt = np.empty(T * L, dtype=np.int32)
     bl = np.empty(T * L * k, dtype=np.int32)
     br = np.empty(T * L * k, dtype=np.int32)
-    heads = np.empty(2 * k, dtype=np.int32)
+    heads = np.empty(4 * k, dtype=np.int32)
     cand = np.empty(k, dtype=np.float64)
     paths = np.empty((k, T), dtype=np.int32)
     scores = np.empty(k, dtype=np.float64)
