@@ -8,7 +8,7 @@ from sklstruct import KBestMIRATagger, PassiveAggressiveTagger, SequenceVectoriz
 from sklstruct._online import solve_mira_dual
 from sklstruct.chain import emission_scores, joint_feature, kbest_decode, viterbi_decode
 from sklstruct.datasets import make_chunking_corpus
-from test_perceptron import random_problem
+from test_perceptron import random_problem, separable_problem
 
 
 def zero_one_kbest(E, P, gold, k):
@@ -137,15 +137,7 @@ def test_mira_solver_matches_scipy(seed):
     PassiveAggressiveTagger(k=2, cost="zero_one"), KBestMIRATagger(k=1), KBestMIRATagger(k=5),
 ])
 def test_separable_toy_problem_reaches_zero_training_error(estimator):
-    rng = np.random.default_rng(0)
-    X, y = [], []
-    for _ in range(60):
-        T = rng.integers(2, 9)
-        labels = rng.integers(0, 3, size=T)
-        x = np.zeros((T, 8))
-        x[np.arange(T), labels] = 1.0
-        x[:, 3:7] = rng.integers(0, 2, size=(T, 4))
-        X.append(sp.csr_matrix(x)), y.append(labels)
+    X, y = separable_problem()
     estimator.set_params(max_iter=30, random_state=0, C=10.0).fit(X, y)
     assert estimator.score(X, y) == 1.0
 

@@ -75,11 +75,11 @@ def test_repeated_features_counted_exactly():
     np.testing.assert_allclose(model.coef_, [[-2.0], [2.0]])
 
 
-@pytest.mark.parametrize("k", [1, 3])
-def test_separable_toy_problem_reaches_zero_training_error(k):
-    # a token's label is given by which of three indicator features it has, plus
-    # noise features; a separate set of sentences needs the transitions: identical
-    # tokens whose labels alternate a, b, a, b ... from the start.
+def separable_problem():
+    """A linearly separable toy problem: a token's label is given by which of
+    three indicator features it has, plus noise features; a separate set of
+    sentences needs the transitions: identical tokens whose labels alternate
+    a, b, a, b ... from the start."""
     rng = np.random.default_rng(0)
     X, y = [], []
     for _ in range(60):
@@ -93,6 +93,12 @@ def test_separable_toy_problem_reaches_zero_training_error(k):
         x = np.zeros((T, 8))
         x[:, 7] = 1.0
         X.append(sp.csr_matrix(x)), y.append(np.array(["a", "b"])[np.arange(T) % 2])
+    return X, y
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_separable_toy_problem_reaches_zero_training_error(k):
+    X, y = separable_problem()
     model = StructuredPerceptronTagger(k=k, max_iter=50, random_state=0).fit(X, y)
     assert model.history_[-1]["mistakes"] == 0
     assert model.score(X, y) == 1.0
