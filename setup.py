@@ -1,17 +1,20 @@
 """Build script for sklstruct: compiles the Cython decoding kernels."""
+from glob import glob
+
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, find_packages, setup
 
+# Every private kernel module ``sklstruct/**/_name.pyx`` is compiled.
 extensions = [
     Extension(
-        f"sklstruct.{name}",
-        [f"sklstruct/{name}.pyx"],
+        path[:-4].replace("/", "."),
+        [path],
         include_dirs=[np.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=["-O3"],
     )
-    for name in ("_viterbi", "_online")
+    for path in sorted(glob("sklstruct/**/_*.pyx", recursive=True))
 ]
 
 with open("README.rst", encoding="utf-8") as f:
