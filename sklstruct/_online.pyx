@@ -15,7 +15,6 @@ average of the weights after each example is then ``w - u / c``.
 import numpy as np
 
 from libc.stdlib cimport malloc, free, qsort
-from libc.string cimport memset
 from sklstruct._viterbi cimport add_hamming, compute_emission, kbest, viterbi
 
 cdef enum:
@@ -31,20 +30,6 @@ cdef enum:
 # The update rules and costs, by name, for the Python side.
 RULES = {"perceptron": RULE_PERCEPTRON, "pa": RULE_PA, "rpa": RULE_RPA, "mira": RULE_MIRA}
 COSTS = {"hamming": COST_HAMMING, "zero_one": COST_ZERO_ONE}
-
-
-cdef struct Corpus:
-    const long long* indptr
-    const int* indices
-    const double* data
-
-
-cdef struct Weights:
-    double* W        # (F, L) emission weights
-    double* P        # (L + 2, L) transitions, start, end
-    double* W_sum    # averaging accumulators (NULL without averaging)
-    double* P_sum
-    Py_ssize_t L
 
 
 cdef double margin(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
@@ -110,81 +95,89 @@ cdef bint same_path(const int* a, const int* b, Py_ssize_t T) noexcept nogil:
 # Exact joint-feature differences dF(y) = F(x, gold) - F(x, y)
 # ---------------------------------------------------------------------------
 
-cdef struct Entry:
-    long long key      # feature * L + label
-    double val
-
-
-cdef struct Diff:
-    Entry* emit        # sorted by key, one entry per (feature, label)
-    Py_ssize_t n
-    double* chain      # dense (L + 2) * L difference of the chain counts
-
-
 cdef int _cmp_entry(const void* a, const void* b) noexcept nogil:
     cdef long long ka = (<const Entry*>a).key, kb = (<const Entry*>b).key
     return (ka > kb) - (ka < kb)
 
 
+cdef Py_ssize_t diff_capacity(Py_ssize_t nnz, Py_ssize_t T) noexcept nogil:
+    """Entries a Diff of a sentence with ``nnz`` stored features and T tokens
+    may need before merging: two per feature, two per chain factor."""
+    return 2 * nnz + 2 * (T + 1)
+
+
+cdef inline Py_ssize_t _put(Entry* e, Py_ssize_t m, long long key, double val) noexcept nogil:
+    e[m].key = key
+    e[m].val = val
+    return m + 1
+
+
 cdef void build_diff(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
-                     const int* path, Py_ssize_t L, Diff* d) noexcept nogil:
-    """dF(path) with repeated features summed exactly (sorted, merged entries).
-    d.emit must hold 2 * nnz(sentence) entries."""
-    cdef Py_ssize_t t, j, m = 0, n = 0
-    cdef long long f
+                     const int* path, Weights* w, Diff* d) noexcept nogil:
+    """dF(path) = F(x, gold) - F(x, path) as sorted (key, value) entries, with
+    repeated features and chain factors summed exactly and zeros dropped.
+    d.e must hold diff_capacity(nnz(sentence), T) entries."""
+    cdef Py_ssize_t t, j, m = 0, n = 0, L = w.L
+    cdef long long f, c = w.chain_base
+    cdef Entry* e = d.e
     for t in range(T):
         if gold[t] != path[t]:
             for j in range(X.indptr[row0 + t], X.indptr[row0 + t + 1]):
                 f = <long long>X.indices[j] * L
-                d.emit[m].key = f + gold[t]
-                d.emit[m].val = X.data[j]
-                d.emit[m + 1].key = f + path[t]
-                d.emit[m + 1].val = -X.data[j]
-                m += 2
-    qsort(d.emit, m, sizeof(Entry), _cmp_entry)
-    for j in range(m):
-        if n > 0 and d.emit[n - 1].key == d.emit[j].key:
-            d.emit[n - 1].val += d.emit[j].val
-        else:
-            d.emit[n] = d.emit[j]
-            n += 1
-    d.n = n
-    memset(d.chain, 0, (L + 2) * L * sizeof(double))
+                m = _put(e, m, f + gold[t], X.data[j])
+                m = _put(e, m, f + path[t], -X.data[j])
     for t in range(1, T):
-        d.chain[gold[t - 1] * L + gold[t]] += 1.0
-        d.chain[path[t - 1] * L + path[t]] -= 1.0
-    d.chain[L * L + gold[0]] += 1.0
-    d.chain[L * L + path[0]] -= 1.0
-    d.chain[(L + 1) * L + gold[T - 1]] += 1.0
-    d.chain[(L + 1) * L + path[T - 1]] -= 1.0
+        if gold[t - 1] != path[t - 1] or gold[t] != path[t]:
+            m = _put(e, m, c + gold[t - 1] * L + gold[t], 1.0)
+            m = _put(e, m, c + path[t - 1] * L + path[t], -1.0)
+    if gold[0] != path[0]:
+        m = _put(e, m, c + L * L + gold[0], 1.0)
+        m = _put(e, m, c + L * L + path[0], -1.0)
+    if gold[T - 1] != path[T - 1]:
+        m = _put(e, m, c + (L + 1) * L + gold[T - 1], 1.0)
+        m = _put(e, m, c + (L + 1) * L + path[T - 1], -1.0)
+    qsort(e, m, sizeof(Entry), _cmp_entry)
+    for j in range(m):
+        if n > 0 and e[n - 1].key == e[j].key:
+            e[n - 1].val += e[j].val
+        else:
+            if n > 0 and e[n - 1].val == 0.0:
+                n -= 1
+            e[n] = e[j]
+            n += 1
+    if n > 0 and e[n - 1].val == 0.0:
+        n -= 1
+    d.n = n
 
 
-cdef double diff_dot(Diff* a, Diff* b, Py_ssize_t L) noexcept nogil:
-    """Exact inner product dF(a) . dF(b)."""
+cdef double diff_dot(Diff* a, Diff* b) noexcept nogil:
+    """Exact inner product dF(a) . dF(b) (a merge of the sorted entries)."""
     cdef Py_ssize_t i = 0, j = 0
     cdef double s = 0.0
     while i < a.n and j < b.n:
-        if a.emit[i].key == b.emit[j].key:
-            s += a.emit[i].val * b.emit[j].val
+        if a.e[i].key == b.e[j].key:
+            s += a.e[i].val * b.e[j].val
             i += 1
             j += 1
-        elif a.emit[i].key < b.emit[j].key:
+        elif a.e[i].key < b.e[j].key:
             i += 1
         else:
             j += 1
-    for i in range((L + 2) * L):
-        s += a.chain[i] * b.chain[i]
     return s
 
 
 cdef void apply_diff(Diff* d, Weights* w, double step, double n_seen) noexcept nogil:
     """w += step * dF, sparsely (and the averaging sums)."""
-    cdef Py_ssize_t i, L = w.L
+    cdef Py_ssize_t i
+    cdef long long key
+    cdef double v
     for i in range(d.n):
-        _add(w.W, w.W_sum, d.emit[i].key, step * d.emit[i].val, step * n_seen * d.emit[i].val)
-    for i in range((L + 2) * L):
-        if d.chain[i] != 0.0:
-            _add(w.P, w.P_sum, i, step * d.chain[i], step * n_seen * d.chain[i])
+        key = d.e[i].key
+        v = d.e[i].val
+        if key < w.chain_base:
+            _add(w.W, w.W_sum, key, step * v, step * n_seen * v)
+        else:
+            _add(w.P, w.P_sum, key - w.chain_base, step * v, step * n_seen * v)
 
 
 cdef Py_ssize_t hamming(const int* a, const int* b, Py_ssize_t T) noexcept nogil:
@@ -307,6 +300,7 @@ def online_epoch(const long long[::1] indptr, const int[::1] indices, const doub
     w.W = &W[0, 0]
     w.P = &P[0, 0]
     w.L = L
+    w.chain_base = <long long>W.shape[0] * L
     w.W_sum = NULL
     w.P_sum = NULL
     if W_sum is not None:
@@ -319,9 +313,8 @@ def online_epoch(const long long[::1] indptr, const int[::1] indices, const doub
         max_T = max(max_T, offsets[s + 1] - offsets[s])
         max_nnz = max(max_nnz, indptr[offsets[s + 1]] - indptr[offsets[s]])
     cdef bint augmented = rule != RULE_PERCEPTRON
-    cdef bint zero_one = augmented and cost == COST_ZERO_ONE
     # the 0/1-augmented k best are among the k + 1 best by score
-    cdef Py_ssize_t K = max(k, 1) + (1 if zero_one else 0)
+    cdef Py_ssize_t K = max(k, 1) + (1 if augmented and cost == COST_ZERO_ONE else 0)
     cdef Py_ssize_t n_diffs = K + 1 if rule == RULE_MIRA else 1
     work = _Workspace(max_T, max_nnz, L, K, n_diffs)
     cdef _Workspace ws = work
@@ -336,17 +329,7 @@ def online_epoch(const long long[::1] indptr, const int[::1] indices, const doub
             row0 = offsets[s]
             T = offsets[s + 1] - row0
             gold = &y[row0]
-            compute_emission(X.indptr, X.indices, X.data, row0, T, w.W, L, ws.E)
-            if augmented and not zero_one:
-                add_hamming(ws.E, T, L, gold, 1.0)
-            if K == 1:
-                viterbi(ws.E, T, L, w.P, ws.delta, ws.back, ws.paths)
-                n = 1
-            else:
-                n = kbest(ws.E, T, L, w.P, K, ws.delta, ws.cnt, ws.back, ws.back_rank,
-                          ws.heads, ws.cand, ws.paths, ws.scores)
-            if zero_one:
-                n = _rerank_zero_one(ws.paths, ws.scores, n, T, gold, k, ws.order)
+            n = decode_candidates(ws, &X, row0, T, gold, &w, k, augmented, cost)
             if not same_path(ws.paths, gold, T):
                 n_mistakes += 1
             if rule == RULE_MIRA:
@@ -382,8 +365,8 @@ def online_epoch(const long long[::1] indptr, const int[::1] indices, const doub
                         stale = False
                     if ell < ell_hat:
                         continue
-                build_diff(&X, row0, T, gold, path, L, &ws.diffs[0])
-                sq = diff_dot(&ws.diffs[0], &ws.diffs[0], L)
+                build_diff(&X, row0, T, gold, path, &w, &ws.diffs[0])
+                sq = diff_dot(&ws.diffs[0], &ws.diffs[0])
                 step = ell / sq if sq > 0.0 else C
                 if step > C:
                     step = C
@@ -392,6 +375,32 @@ def online_epoch(const long long[::1] indptr, const int[::1] indices, const doub
                 stale = True
             n_seen += 1
     return n_mistakes, n_updates, n_seen
+
+
+cdef Py_ssize_t decode_candidates(_Workspace ws, Corpus* X, Py_ssize_t row0, Py_ssize_t T,
+                                  const int* gold, Weights* w, Py_ssize_t k, bint augmented,
+                                  int cost) noexcept nogil:
+    """The k best sequences of one sentence under the current weights, into
+    ws.paths (best first; scores in ws.scores); returns how many exist.
+
+    With ``augmented`` they are the loss-augmented best of eq. 12, argmax
+    w.F(x, y) + L(y^n, y): Hamming cost is added to the emissions; the 0/1
+    k best are the (k + 1) best by score re-ranked with the loss."""
+    cdef Py_ssize_t n, L = w.L
+    cdef bint zero_one = augmented and cost == COST_ZERO_ONE
+    cdef Py_ssize_t K = max(k, 1) + (1 if zero_one else 0)
+    compute_emission(X.indptr, X.indices, X.data, row0, T, w.W, L, ws.E)
+    if augmented and not zero_one:
+        add_hamming(ws.E, T, L, gold, 1.0)
+    if K == 1:
+        ws.scores[0] = viterbi(ws.E, T, L, w.P, ws.delta, ws.back, ws.paths)
+        n = 1
+    else:
+        n = kbest(ws.E, T, L, w.P, K, ws.delta, ws.cnt, ws.back, ws.back_rank,
+                  ws.heads, ws.cand, ws.paths, ws.scores)
+    if zero_one:
+        n = _rerank_zero_one(ws.paths, ws.scores, n, T, gold, k, ws.order)
+    return n
 
 
 cdef Py_ssize_t _rerank_zero_one(int* paths, double* scores, Py_ssize_t n, Py_ssize_t T,
@@ -434,7 +443,7 @@ cdef long long _mira_example(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int
         path = ws.paths + j * T
         if same_path(path, gold, T):
             continue
-        build_diff(X, row0, T, gold, path, L, &ws.diffs[m])
+        build_diff(X, row0, T, gold, path, w, &ws.diffs[m])
         ws.ell[m] = cost_of(gold, path, T, cost) - margin(X, row0, T, gold, path, w)
         m += 1
     if m == 1:
@@ -444,7 +453,7 @@ cdef long long _mira_example(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int
         ws.G[a] = 0.0
     for a in range(1, m):
         for b in range(a, m):
-            ws.G[a * m + b] = diff_dot(&ws.diffs[a], &ws.diffs[b], L)
+            ws.G[a * m + b] = diff_dot(&ws.diffs[a], &ws.diffs[b])
             ws.G[b * m + a] = ws.G[a * m + b]
     smo(ws.G, ws.ell, m, C, tol, max_steps, ws.alpha, ws.grad)
     for a in range(1, m):
@@ -456,23 +465,6 @@ cdef long long _mira_example(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int
 
 cdef class _Workspace:
     """Scratch buffers of one epoch, sized for the longest sentence."""
-    cdef double* E
-    cdef double* delta
-    cdef int* back
-    cdef int* back_rank
-    cdef int* cnt
-    cdef int* heads
-    cdef double* cand
-    cdef int* paths
-    cdef double* scores
-    cdef int* y_hat
-    cdef int* order
-    cdef Diff* diffs
-    cdef Py_ssize_t n_diffs
-    cdef double* G
-    cdef double* ell
-    cdef double* alpha
-    cdef double* grad
 
     def __cinit__(self, Py_ssize_t max_T, Py_ssize_t max_nnz, Py_ssize_t L, Py_ssize_t K,
                   Py_ssize_t n_diffs):
@@ -497,13 +489,11 @@ cdef class _Workspace:
         self.diffs = <Diff*>malloc(n_diffs * sizeof(Diff))
         if self.diffs != NULL:
             for i in range(n_diffs):
-                self.diffs[i].emit = NULL
-                self.diffs[i].chain = NULL
-            for i in range(n_diffs):
-                self.diffs[i].emit = <Entry*>malloc(max(2 * max_nnz, 1) * sizeof(Entry))
-                self.diffs[i].chain = <double*>malloc((L + 2) * L * sizeof(double))
+                self.diffs[i].e = NULL
                 self.diffs[i].n = 0
-                if self.diffs[i].emit == NULL or self.diffs[i].chain == NULL:
+            for i in range(n_diffs):
+                self.diffs[i].e = <Entry*>malloc(diff_capacity(max_nnz, max_T) * sizeof(Entry))
+                if self.diffs[i].e == NULL:
                     raise MemoryError()
         if (self.E == NULL or self.delta == NULL or self.back == NULL or self.back_rank == NULL
                 or self.cnt == NULL or self.heads == NULL or self.cand == NULL or self.paths == NULL
@@ -520,6 +510,5 @@ cdef class _Workspace:
         free(self.alpha); free(self.grad)
         if self.diffs != NULL:
             for i in range(self.n_diffs):
-                free(self.diffs[i].emit)
-                free(self.diffs[i].chain)
+                free(self.diffs[i].e)
             free(self.diffs)
