@@ -8,16 +8,17 @@ shares: epochs, shuffling, lazy parameter averaging, ``verbose`` progress,
 Cython epoch applies.
 """
 import time
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._online import online_epoch
+from ._dual import DualState, dual_epoch
+from ._online import COSTS, online_epoch
 from ._viterbi import decode_corpus, kbest_decode, pack_chain
 
 
@@ -234,12 +235,11 @@ class BaseSequenceTagger(BaseEstimator):
         return float(np.mean(np.concatenate(y_pred) == y_true))
 
 
-class BaseOnlineTagger(BaseSequenceTagger):
-    """Epoch loop shared by the online k-best learners (paper 000, Algorithm 4).
-
-    Subclasses define ``_rule`` (the update rule code of ``_online.pyx``) and
-    their ``__init__`` parameters.
-    """
+class BaseLinearChainLearner(BaseSequenceTagger):
+    """What every learner of the linear-chain weights shares: the raw and
+    lazily averaged weights, publishing them as ``coef_`` etc., ``fit`` with
+    ``warm_start``.  Subclasses define ``_run_epochs`` (and may use
+    ``_start`` to set up their own state)."""
 
     _parameter_constraints = {
         "k": [Interval(Integral, 1, None, closed="left")],
@@ -250,10 +250,6 @@ class BaseOnlineTagger(BaseSequenceTagger):
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
     }
-
-    def _rule_params(self):
-        """Keyword arguments of ``online_epoch`` for this learner's update rule."""
-        return {"rule": self._rule}
 
     # -- state ----------------------------------------------------------------
     def _init_state(self, n_features, n_labels):
@@ -276,28 +272,6 @@ class BaseOnlineTagger(BaseSequenceTagger):
         self.transition_coef_ = P[:L].copy()
         self.start_coef_ = P[L].copy()
         self.end_coef_ = P[L + 1].copy()
-
-    def _run_epochs(self, corpus, y, n_epochs, rng):
-        n = corpus.n_sentences
-        for _ in range(n_epochs):
-            order = rng.permutation(n) if self.shuffle else np.arange(n)
-            tic = time.perf_counter()
-            mistakes, updates, self._n_seen = online_epoch(
-                corpus.indptr, corpus.indices, corpus.data, corpus.offsets, y,
-                order.astype(np.int64), self._W, self._P, self._W_sum, self._P_sum,
-                self.k, self._n_seen, **self._rule_params(),
-            )
-            seconds = time.perf_counter() - tic
-            self.n_iter_ += 1
-            self.history_.append(
-                {"epoch": self.n_iter_, "mistakes": mistakes, "updates": updates,
-                 "sentences": n, "seconds": seconds}
-            )
-            if self.verbose:
-                print(f"-- Epoch {self.n_iter_}: mistakes {mistakes}/{n} "
-                      f"({100.0 * mistakes / n:.2f}%), updates {updates}, {seconds:.3f} s",
-                      flush=True)
-        self._publish()
 
     def _compatible_state(self, corpus):
         if self._W.shape[0] != corpus.n_features:
@@ -332,8 +306,46 @@ class BaseOnlineTagger(BaseSequenceTagger):
             self._init_state(corpus.n_features, len(self.classes_))
         if not warm:
             self._rng = check_random_state(self.random_state)
+        self._start(corpus, codes, warm)
         self._run_epochs(corpus, codes, self.max_iter, self._rng)
         return self
+
+    def _start(self, corpus, codes, warm):
+        """Hook run by ``fit`` before the epochs (learner-specific state)."""
+
+
+class BaseOnlineTagger(BaseLinearChainLearner):
+    """Epoch loop shared by the online k-best learners (paper 000, Algorithm 4).
+
+    Subclasses define ``_rule`` (the update rule code of ``_online.pyx``) and
+    their ``__init__`` parameters.
+    """
+
+    def _rule_params(self):
+        """Keyword arguments of ``online_epoch`` for this learner's update rule."""
+        return {"rule": self._rule}
+
+    def _run_epochs(self, corpus, y, n_epochs, rng):
+        n = corpus.n_sentences
+        for _ in range(n_epochs):
+            order = rng.permutation(n) if self.shuffle else np.arange(n)
+            tic = time.perf_counter()
+            mistakes, updates, self._n_seen = online_epoch(
+                corpus.indptr, corpus.indices, corpus.data, corpus.offsets, y,
+                order.astype(np.int64), self._W, self._P, self._W_sum, self._P_sum,
+                self.k, self._n_seen, **self._rule_params(),
+            )
+            seconds = time.perf_counter() - tic
+            self.n_iter_ += 1
+            self.history_.append(
+                {"epoch": self.n_iter_, "mistakes": mistakes, "updates": updates,
+                 "sentences": n, "seconds": seconds}
+            )
+            if self.verbose:
+                print(f"-- Epoch {self.n_iter_}: mistakes {mistakes}/{n} "
+                      f"({100.0 * mistakes / n:.2f}%), updates {updates}, {seconds:.3f} s",
+                      flush=True)
+        self._publish()
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None):
@@ -366,3 +378,76 @@ class BaseOnlineTagger(BaseSequenceTagger):
             self._compatible_state(corpus)
         self._run_epochs(corpus, codes, 1, self._rng)
         return self
+
+
+class BaseDualTagger(BaseLinearChainLearner):
+    """Passes of a dual coordinate learner over working sets of sequences
+    (paper 000, sections 3, 4.2 and 4.3): the shared machinery of k-best SDM
+    and k-best LaRank.  The state (``DualState`` in ``_dual.pyx``) keeps every
+    example's working set S_n, its dual variables and costs, and the weights
+    stay equal to ``sum lambda dF`` (eq. 6) throughout.
+
+    Subclasses set their ``__init__`` parameters and ``_schedule()``: the
+    keyword arguments of ``dual_epoch`` that make the learner what it is.
+    """
+
+    _parameter_constraints = {
+        **BaseLinearChainLearner._parameter_constraints,
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "kappa": [Interval(Real, 0, None, closed="left")],
+        "max_smo_iter": [Interval(Integral, 1, None, closed="left")],
+        "cost": [StrOptions(set(COSTS))],
+    }
+
+    def _schedule(self):
+        raise NotImplementedError
+
+    def _start(self, corpus, codes, warm):
+        if warm:
+            same = (self._dual.n_examples == corpus.n_sentences
+                    and np.array_equal(self._train_labels, codes)
+                    and np.array_equal(self._train_lengths, corpus.lengths))
+            if not same:
+                raise ValueError("warm_start continues the dual optimisation of the same "
+                                 "training set; X and y differ from the previous fit")
+            if self._dual.C != float(self.C):
+                raise ValueError(f"cannot change C from {self._dual.C} to {self.C} when "
+                                 "continuing training (the dual variables sum to C); refit")
+            return
+        self._dual = DualState(corpus.offsets, codes, float(self.C))
+        self._train_labels = codes
+        self._train_lengths = corpus.lengths
+
+    def _run_epochs(self, corpus, y, n_epochs, rng):
+        n = corpus.n_sentences
+        for _ in range(n_epochs):
+            order = rng.permutation(n) if self.shuffle else np.arange(n)
+            schedule = self._schedule()
+            if schedule.get("n_reprocess", 0) > 0:
+                # the random picks of support patterns, drawn after the order so
+                # that a learner without them visits examples like the online ones
+                self._dual.seed(int(rng.randint(1, 2**62)))
+            tic = time.perf_counter()
+            mistakes, steps, self._n_seen, _ = dual_epoch(
+                self._dual, corpus.indptr, corpus.indices, corpus.data, corpus.offsets,
+                order.astype(np.int64), self._W, self._P, self._W_sum, self._P_sum,
+                self.k, self._n_seen, cost=COSTS[self.cost], tol=float(self.tol),
+                kappa=float(self.kappa), max_smo_steps=int(self.max_smo_iter), **schedule,
+            )
+            seconds = time.perf_counter() - tic
+            self.n_iter_ += 1
+            record = {"epoch": self.n_iter_, "mistakes": mistakes, "smo_steps": steps,
+                      "dual_objective": self._dual.objective,
+                      "n_support": self._dual.n_support,
+                      "n_sequences": self._dual.n_sequences, "sentences": n,
+                      "seconds": seconds}
+            self.history_.append(record)
+            if self.verbose:
+                print(f"-- Pass {self.n_iter_}: dual objective {record['dual_objective']:.6g}, "
+                      f"support vectors {record['n_support']} "
+                      f"({record['n_sequences']} sequences held), mistakes {mistakes}/{n}, "
+                      f"SMO steps {steps}, {seconds:.3f} s", flush=True)
+        self.n_support_ = self._dual.n_support
+        self.dual_objective_ = self._dual.objective
+        self._publish()

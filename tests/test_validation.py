@@ -3,9 +3,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklstruct import KBestMIRATagger, PassiveAggressiveTagger, StructuredPerceptronTagger
+from sklstruct import (KBestMIRATagger, LaRankTagger, PassiveAggressiveTagger, SDMTagger,
+                       StructuredPerceptronTagger)
 
-ESTIMATORS = [StructuredPerceptronTagger, PassiveAggressiveTagger, KBestMIRATagger]
+ESTIMATORS = [StructuredPerceptronTagger, PassiveAggressiveTagger, KBestMIRATagger, SDMTagger,
+              LaRankTagger]
 
 
 def data(n=4, F=3):
@@ -59,6 +61,22 @@ def test_bad_parameters(params, message, cls):
         cls(**params).fit(X, y)
 
 
+@pytest.mark.parametrize("cls, params, message", [
+    (SDMTagger, dict(C=0), "'C' parameter"),
+    (SDMTagger, dict(tol=-1), "'tol' parameter"),
+    (SDMTagger, dict(kappa=-0.1), "'kappa' parameter"),
+    (SDMTagger, dict(max_working_set=1), "'max_working_set' parameter"),
+    (SDMTagger, dict(cost="f1"), "'cost' parameter"),
+    (LaRankTagger, dict(n_reprocess=-1), "'n_reprocess' parameter"),
+    (LaRankTagger, dict(n_optimize=1.5), "'n_optimize' parameter"),
+    (LaRankTagger, dict(max_smo_iter=0), "'max_smo_iter' parameter"),
+])
+def test_bad_dual_parameters(cls, params, message):
+    X, y = data()
+    with pytest.raises(ValueError, match=message):
+        cls(**params).fit(X, y)
+
+
 def test_predict_checks_feature_count_and_fit(fitted):
     model, X, y = fitted
     with pytest.raises(ValueError, match="sentence 0 has 5 features; expected 3"):
@@ -74,10 +92,17 @@ def test_predict_checks_feature_count_and_fit(fitted):
 
 def test_continuing_with_other_features_or_labels(fitted):
     model, X, y = fitted
-    with pytest.raises(ValueError, match="features"):
-        model.partial_fit([np.ones((2, 5))], [["a", "b"]])
-    with pytest.raises(ValueError, match="not seen"):
-        model.partial_fit(X[:1], [["a", "zz"]])
+    if hasattr(model, "partial_fit"):
+        with pytest.raises(ValueError, match="features"):
+            model.partial_fit([np.ones((2, 5))], [["a", "b"]])
+        with pytest.raises(ValueError, match="not seen"):
+            model.partial_fit(X[:1], [["a", "zz"]])
+    else:  # the dual learners continue only with warm_start on the same data
+        model.set_params(warm_start=True)
+        with pytest.raises(ValueError, match="features"):
+            model.fit([np.ones((2, 5))] + X[1:], y)
+        with pytest.raises(ValueError, match="not seen"):
+            model.fit(X, [["a", "zz"]] + y[1:])
     model.set_params(warm_start=True, average=False)
     with pytest.raises(ValueError, match="average"):
         model.fit(X, y)
