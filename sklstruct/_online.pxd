@@ -34,6 +34,8 @@ cdef void add_difference(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* go
                          double n_seen) noexcept nogil
 cdef bint same_path(const int* a, const int* b, Py_ssize_t T) noexcept nogil
 cdef Py_ssize_t diff_capacity(Py_ssize_t nnz, Py_ssize_t T) noexcept nogil
+cdef void build_diff_raw(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
+                         const int* path, Weights* w, Diff* d) noexcept nogil
 cdef void build_diff(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
                      const int* path, Weights* w, Diff* d) noexcept nogil
 cdef double diff_dot(Diff* a, Diff* b) noexcept nogil

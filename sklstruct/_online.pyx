@@ -112,12 +112,13 @@ cdef inline Py_ssize_t _put(Entry* e, Py_ssize_t m, long long key, double val) n
     return m + 1
 
 
-cdef void build_diff(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
-                     const int* path, Weights* w, Diff* d) noexcept nogil:
-    """dF(path) = F(x, gold) - F(x, path) as sorted (key, value) entries, with
-    repeated features and chain factors summed exactly and zeros dropped.
+cdef void build_diff_raw(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
+                         const int* path, Weights* w, Diff* d) noexcept nogil:
+    """dF(path) = F(x, gold) - F(x, path) as (key, value) entries in token
+    order; a key may repeat (its values add up).  Enough for apply_diff and
+    for products through a hash of one operand; build_diff merges them.
     d.e must hold diff_capacity(nnz(sentence), T) entries."""
-    cdef Py_ssize_t t, j, m = 0, n = 0, L = w.L
+    cdef Py_ssize_t t, j, m = 0, L = w.L
     cdef long long f, c = w.chain_base
     cdef Entry* e = d.e
     for t in range(T):
@@ -136,6 +137,17 @@ cdef void build_diff(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
     if gold[T - 1] != path[T - 1]:
         m = _put(e, m, c + (L + 1) * L + gold[T - 1], 1.0)
         m = _put(e, m, c + (L + 1) * L + path[T - 1], -1.0)
+    d.n = m
+
+
+cdef void build_diff(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
+                     const int* path, Weights* w, Diff* d) noexcept nogil:
+    """dF(path) as sorted (key, value) entries, with repeated features and
+    chain factors summed exactly and zeros dropped (for diff_dot's merge)."""
+    cdef Py_ssize_t j, m, n = 0
+    cdef Entry* e = d.e
+    build_diff_raw(X, row0, T, gold, path, w, d)
+    m = d.n
     qsort(e, m, sizeof(Entry), _cmp_entry)
     for j in range(m):
         if n > 0 and e[n - 1].key == e[j].key:

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from conftest import require_data
 
-from sklstruct import StructuredPerceptronTagger, feature_set
+from sklstruct import LaRankTagger, SDMTagger, StructuredPerceptronTagger, feature_set
 from sklstruct.datasets import read_conll
 from sklstruct.metrics import chunk_report
 
@@ -40,3 +40,16 @@ def test_conll2002_spanish_ner_subset():
     report = chunk_report(y_test[:800], model.predict(vec.transform(X_test[:800])))
     assert report.f1 >= 0.60, str(report)
     assert set(report.per_type) == {"PER", "LOC", "ORG", "MISC"}
+
+
+@pytest.mark.parametrize("model, floor", [
+    (SDMTagger(k=2, C=0.1, max_iter=3, random_state=0), 0.90),
+    (LaRankTagger(k=2, n_reprocess=2, C=0.1, random_state=0), 0.89),
+], ids=["sdm", "larank"])
+def test_conll2000_subset_dual_learners(conll2000_subset, model, floor):
+    X_train, y_train, X_test, y_test = conll2000_subset
+    vec = feature_set("chunking")
+    model.fit(vec.fit_transform(X_train), y_train)
+    report = chunk_report(y_test, model.predict(vec.transform(X_test)))
+    assert report.f1 >= floor, str(report)
+    assert 0 < model.n_support_ <= model._dual.n_sequences
