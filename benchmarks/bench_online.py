@@ -12,17 +12,11 @@ Usage (needs ``pip install python-crfsuite``)::
 """
 import argparse
 import sys
-from pathlib import Path
 
-from common import DEFAULT_DATA, in_child, load, n_tokens, run_crfsuite, run_estimator, table
+from common import (DEFAULT_DATA, in_child, load_corpus, n_tokens, run_crfsuite, run_estimator,
+                    table, write_tables)
 
-from sklstruct import KBestMIRATagger, PassiveAggressiveTagger, SequenceVectorizer, feature_set
-
-#: NER features: S3-style spelling features of the current and neighbouring
-#: words plus the POS column of the Spanish files.
-NER_TEMPLATES = ("bias", "word", "lower", "pos", "prefix3", "suffix2", "suffix3", "shape",
-                 "is_title", "is_upper", "has_digit", "has_hyphen", "pos[-1]|pos")
-
+from sklstruct import KBestMIRATagger, PassiveAggressiveTagger
 
 def learners(k, C, epochs):
     common = dict(k=k, C=C, max_iter=epochs, random_state=0)
@@ -65,21 +59,15 @@ def main(argv=None):
     parser.add_argument("--k", type=int, nargs="+", default=[1, 2, 5, 10])
     parser.add_argument("--out-dir", help="write one markdown table per corpus here")
     args = parser.parse_args(argv)
-    root = Path(args.data)
-    conll2000 = load(root / "conll2000" / "train.txt", {"test": root / "conll2000" / "test.txt"},
-                     feature_set("chunking"))
+    conll2000 = load_corpus(args.data, "conll2000")
     tables = {"conll2000": run(conll2000, "CoNLL-2000 chunking", "test", 1.0, 1.0, args.k,
                                args.epochs)}
     del conll2000
-    esp = root / "conll2002"
-    conll2002 = load(esp / "esp.train", {"testa": esp / "esp.testa", "testb": esp / "esp.testb"},
-                     SequenceVectorizer(NER_TEMPLATES, window=1))
+    conll2002 = load_corpus(args.data, "conll2002_esp")
     C, c_crf = choose_C(conll2002, [0.01, 0.1, 1.0], args.epochs)
     tables["conll2002_esp"] = run(conll2002, "CoNLL-2002 Spanish NER (testb)", "testb", C, c_crf,
                                   args.k, args.epochs)
-    if args.out_dir:
-        for name, text in tables.items():
-            Path(args.out_dir, f"online_{name}.md").write_text(text + "\n")
+    write_tables(args.out_dir, "online", tables)
     return 0
 
 

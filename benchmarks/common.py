@@ -124,3 +124,30 @@ def table(rows, reference):
                      f"{r['epoch_s'] / ref['epoch_s']:.2f}x | {r['pred_tps']:,.0f} | "
                      f"{r['pred_tps'] / ref['pred_tps']:.2f}x | {raw} | {r['mem_mb']:.0f} |")
     return "\n".join(lines)
+
+
+#: NER features: S3-style spelling features of the current and neighbouring
+#: words plus the POS column of the Spanish files.
+NER_TEMPLATES = ("bias", "word", "lower", "pos", "prefix3", "suffix2", "suffix3", "shape",
+                 "is_title", "is_upper", "has_digit", "has_hyphen", "pos[-1]|pos")
+
+
+def load_corpus(root, name):
+    """CoNLL-2000 (train, test) or CoNLL-2002 Spanish (train, testa, testb)
+    with the benchmarks' features."""
+    from sklstruct import SequenceVectorizer, feature_set
+
+    root = Path(root)
+    if name == "conll2000":
+        return load(root / "conll2000" / "train.txt", {"test": root / "conll2000" / "test.txt"},
+                    feature_set("chunking"))
+    esp = root / "conll2002"
+    return load(esp / "esp.train", {"testa": esp / "esp.testa", "testb": esp / "esp.testb"},
+                SequenceVectorizer(NER_TEMPLATES, window=1))
+
+
+def write_tables(out_dir, prefix, tables):
+    """One markdown file per corpus: ``out_dir/prefix_corpus.md``."""
+    if out_dir:
+        for name, text in tables.items():
+            Path(out_dir, f"{prefix}_{name}.md").write_text(text + "\n")

@@ -40,9 +40,10 @@ import numpy as np
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memmove
 
-from sklstruct._online cimport (Corpus, Diff, Entry, Weights, _Workspace, apply_diff,
-                                build_diff_raw, cost_of, decode_candidates, diff_capacity,
-                                margin, same_path)
+from sklstruct._online cimport (Corpus, Diff, Entry, KeyTable, Weights, _Workspace,
+                                apply_diff, build_diff, cost_of, decode_candidates,
+                                diff_capacity, margin, same_path, table_clear, table_dot,
+                                table_free, table_init, table_load)
 
 
 cdef struct WSet:
@@ -293,14 +294,10 @@ cdef void _remove(WSet* s, Py_ssize_t j) noexcept nogil:
 
 cdef class _DualWork:
     """Per-visit scratch of the SMO solver: one dF per sequence of the working
-    set (built on demand, entries unsorted), the gradient, the Gram matrix by
-    columns, and a hash table that holds one dF to take products with it."""
+    set (built on demand), the gradient, the Gram matrix by columns, and a
+    KeyTable that holds one dF to take exact products with it."""
     cdef Diff* diffs
-    cdef long long* hkeys        # open addressing, -1 = empty
-    cdef double* hvals
-    cdef Py_ssize_t* hused
-    cdef Py_ssize_t n_used
-    cdef int hbits
+    cdef KeyTable table
     cdef char* built
     cdef char* have_col
     cdef double* grad
@@ -318,18 +315,11 @@ cdef class _DualWork:
         self.grad = NULL
         self.lam0 = NULL
         self.G = NULL
-        self.hbits = 4
-        while (1 << self.hbits) < 2 * self.entry_cap:
-            self.hbits += 1
-        self.hkeys = <long long*>malloc((1 << self.hbits) * sizeof(long long))
-        self.hvals = <double*>malloc((1 << self.hbits) * sizeof(double))
-        self.hused = <Py_ssize_t*>malloc(self.entry_cap * sizeof(Py_ssize_t))
-        self.n_used = 0
-        if self.hkeys == NULL or self.hvals == NULL or self.hused == NULL:
+        self.table.keys = NULL
+        self.table.vals = NULL
+        self.table.used = NULL
+        if table_init(&self.table, self.entry_cap) < 0:
             raise MemoryError()
-        cdef Py_ssize_t i
-        for i in range(1 << self.hbits):
-            self.hkeys[i] = -1
 
     def __dealloc__(self):
         cdef Py_ssize_t i
@@ -337,43 +327,7 @@ cdef class _DualWork:
             free(self.diffs[i].e)
         free(self.diffs); free(self.built); free(self.have_col)
         free(self.grad); free(self.lam0); free(self.G)
-        free(self.hkeys); free(self.hvals); free(self.hused)
-
-    cdef inline Py_ssize_t _slot(self, long long key) noexcept nogil:
-        cdef Py_ssize_t i = <Py_ssize_t>((<unsigned long long>key * 0x9E3779B97F4A7C15ULL)
-                                         >> (64 - self.hbits))
-        cdef Py_ssize_t mask = (1 << self.hbits) - 1
-        while self.hkeys[i] != -1 and self.hkeys[i] != key:
-            i = (i + 1) & mask
-        return i
-
-    cdef void load(self, Diff* d) noexcept nogil:
-        """Hold dF in the table, repeated keys summed."""
-        cdef Py_ssize_t i, slot
-        for i in range(d.n):
-            slot = self._slot(d.e[i].key)
-            if self.hkeys[slot] == -1:
-                self.hkeys[slot] = d.e[i].key
-                self.hvals[slot] = 0.0
-                self.hused[self.n_used] = slot
-                self.n_used += 1
-            self.hvals[slot] += d.e[i].val
-
-    cdef double dot(self, Diff* d) noexcept nogil:
-        """Exact dF(held) . dF(d); d's repeated keys may stay unmerged."""
-        cdef Py_ssize_t i, slot
-        cdef double s = 0.0
-        for i in range(d.n):
-            slot = self._slot(d.e[i].key)
-            if self.hkeys[slot] != -1:
-                s += d.e[i].val * self.hvals[slot]
-        return s
-
-    cdef void clear(self) noexcept nogil:
-        cdef Py_ssize_t i
-        for i in range(self.n_used):
-            self.hkeys[self.hused[i]] = -1
-        self.n_used = 0
+        table_free(&self.table)
 
     cdef int ensure(self, Py_ssize_t m) noexcept nogil:
         """Room for a working set of m sequences; -1 on failure."""
@@ -410,7 +364,7 @@ cdef class _DualWork:
 cdef inline Diff* _diff(_DualWork dw, WSet* s, Py_ssize_t j, Corpus* X, Py_ssize_t row0,
                         Weights* w) noexcept nogil:
     if not dw.built[j]:
-        build_diff_raw(X, row0, s.T, s.seqs, s.seqs + j * s.T, w, &dw.diffs[j])
+        build_diff(X, row0, s.T, s.seqs, s.seqs + j * s.T, w, &dw.diffs[j])
         dw.built[j] = 1
     return &dw.diffs[j]
 
@@ -423,12 +377,12 @@ cdef void _column(_DualWork dw, WSet* s, Py_ssize_t j, Corpus* X, Py_ssize_t row
     cdef double v
     if dw.have_col[j]:
         return
-    dw.load(_diff(dw, s, j, X, row0, w))
+    table_load(&dw.table, _diff(dw, s, j, X, row0, w))
     for i in range(m):
-        v = dw.dot(_diff(dw, s, i, X, row0, w))
+        v = table_dot(&dw.table, _diff(dw, s, i, X, row0, w))
         dw.G[i * m + j] = v
         dw.G[j * m + i] = v
-    dw.clear()
+    table_clear(&dw.table)
     dw.have_col[j] = 1
 
 

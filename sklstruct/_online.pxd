@@ -23,8 +23,17 @@ cdef struct Entry:
 
 
 cdef struct Diff:
-    Entry* e                 # sorted by key, one non-zero entry per coordinate
+    Entry* e                 # in token order; a key may repeat (values add up)
     Py_ssize_t n
+
+
+cdef struct KeyTable:
+    # one dF held by key (open addressing) for exact products with others
+    long long* keys          # -1 = empty slot
+    double* vals
+    Py_ssize_t* used         # the occupied slots, to clear them
+    Py_ssize_t n_used
+    int bits
 
 
 cdef double margin(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
@@ -34,11 +43,14 @@ cdef void add_difference(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* go
                          double n_seen) noexcept nogil
 cdef bint same_path(const int* a, const int* b, Py_ssize_t T) noexcept nogil
 cdef Py_ssize_t diff_capacity(Py_ssize_t nnz, Py_ssize_t T) noexcept nogil
-cdef void build_diff_raw(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
-                         const int* path, Weights* w, Diff* d) noexcept nogil
 cdef void build_diff(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
                      const int* path, Weights* w, Diff* d) noexcept nogil
-cdef double diff_dot(Diff* a, Diff* b) noexcept nogil
+cdef int table_init(KeyTable* h, Py_ssize_t capacity) noexcept nogil
+cdef void table_free(KeyTable* h) noexcept nogil
+cdef void table_load(KeyTable* h, Diff* d) noexcept nogil
+cdef double table_dot(KeyTable* h, Diff* d) noexcept nogil
+cdef void table_clear(KeyTable* h) noexcept nogil
+cdef double diff_sqnorm(KeyTable* h, Diff* d) noexcept nogil
 cdef void apply_diff(Diff* d, Weights* w, double step, double n_seen) noexcept nogil
 cdef double cost_of(const int* gold, const int* path, Py_ssize_t T, int cost) noexcept nogil
 
@@ -57,6 +69,7 @@ cdef class _Workspace:
     cdef int* order
     cdef Diff* diffs
     cdef Py_ssize_t n_diffs
+    cdef KeyTable table
     cdef double* G
     cdef double* ell
     cdef double* alpha

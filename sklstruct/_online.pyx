@@ -14,7 +14,7 @@ average of the weights after each example is then ``w - u / c``.
 """
 import numpy as np
 
-from libc.stdlib cimport malloc, free, qsort
+from libc.stdlib cimport malloc, free
 from sklstruct._viterbi cimport add_hamming, compute_emission, kbest, viterbi
 
 cdef enum:
@@ -95,11 +95,6 @@ cdef bint same_path(const int* a, const int* b, Py_ssize_t T) noexcept nogil:
 # Exact joint-feature differences dF(y) = F(x, gold) - F(x, y)
 # ---------------------------------------------------------------------------
 
-cdef int _cmp_entry(const void* a, const void* b) noexcept nogil:
-    cdef long long ka = (<const Entry*>a).key, kb = (<const Entry*>b).key
-    return (ka > kb) - (ka < kb)
-
-
 cdef Py_ssize_t diff_capacity(Py_ssize_t nnz, Py_ssize_t T) noexcept nogil:
     """Entries a Diff of a sentence with ``nnz`` stored features and T tokens
     may need before merging: two per feature, two per chain factor."""
@@ -112,12 +107,14 @@ cdef inline Py_ssize_t _put(Entry* e, Py_ssize_t m, long long key, double val) n
     return m + 1
 
 
-cdef void build_diff_raw(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
+cdef void build_diff(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
                          const int* path, Weights* w, Diff* d) noexcept nogil:
     """dF(path) = F(x, gold) - F(x, path) as (key, value) entries in token
-    order; a key may repeat (its values add up).  Enough for apply_diff and
-    for products through a hash of one operand; build_diff merges them.
-    d.e must hold diff_capacity(nnz(sentence), T) entries."""
+    order, only where the sequences differ.  A key may repeat (a feature
+    present at several differing positions, a transition used twice): its
+    values add up, in apply_diff as in the products of a KeyTable, so norms
+    and inner products are exact.  d.e must hold diff_capacity(nnz(sentence),
+    T) entries."""
     cdef Py_ssize_t t, j, m = 0, L = w.L
     cdef long long f, c = w.chain_base
     cdef Entry* e = d.e
@@ -140,41 +137,79 @@ cdef void build_diff_raw(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* go
     d.n = m
 
 
-cdef void build_diff(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
-                     const int* path, Weights* w, Diff* d) noexcept nogil:
-    """dF(path) as sorted (key, value) entries, with repeated features and
-    chain factors summed exactly and zeros dropped (for diff_dot's merge)."""
-    cdef Py_ssize_t j, m, n = 0
-    cdef Entry* e = d.e
-    build_diff_raw(X, row0, T, gold, path, w, d)
-    m = d.n
-    qsort(e, m, sizeof(Entry), _cmp_entry)
-    for j in range(m):
-        if n > 0 and e[n - 1].key == e[j].key:
-            e[n - 1].val += e[j].val
-        else:
-            if n > 0 and e[n - 1].val == 0.0:
-                n -= 1
-            e[n] = e[j]
-            n += 1
-    if n > 0 and e[n - 1].val == 0.0:
-        n -= 1
-    d.n = n
+cdef int table_init(KeyTable* h, Py_ssize_t capacity) noexcept nogil:
+    """A table for up to ``capacity`` distinct keys; -1 if out of memory."""
+    cdef Py_ssize_t i
+    h.bits = 4
+    while (1 << h.bits) < 2 * capacity:
+        h.bits += 1
+    h.keys = <long long*>malloc((1 << h.bits) * sizeof(long long))
+    h.vals = <double*>malloc((1 << h.bits) * sizeof(double))
+    h.used = <Py_ssize_t*>malloc(max(capacity, 1) * sizeof(Py_ssize_t))
+    h.n_used = 0
+    if h.keys == NULL or h.vals == NULL or h.used == NULL:
+        return -1
+    for i in range(1 << h.bits):
+        h.keys[i] = -1
+    return 0
 
 
-cdef double diff_dot(Diff* a, Diff* b) noexcept nogil:
-    """Exact inner product dF(a) . dF(b) (a merge of the sorted entries)."""
-    cdef Py_ssize_t i = 0, j = 0
+cdef void table_free(KeyTable* h) noexcept nogil:
+    free(h.keys)
+    free(h.vals)
+    free(h.used)
+    h.keys = NULL
+    h.vals = NULL
+    h.used = NULL
+
+
+cdef inline Py_ssize_t _slot(KeyTable* h, long long key) noexcept nogil:
+    """Open addressing with linear probing from a Fibonacci hash of the key."""
+    cdef Py_ssize_t i = <Py_ssize_t>((<unsigned long long>key * 0x9E3779B97F4A7C15ULL)
+                                     >> (64 - h.bits))
+    cdef Py_ssize_t mask = (1 << h.bits) - 1
+    while h.keys[i] != -1 and h.keys[i] != key:
+        i = (i + 1) & mask
+    return i
+
+
+cdef void table_load(KeyTable* h, Diff* d) noexcept nogil:
+    """Hold dF in the (empty) table, repeated keys summed."""
+    cdef Py_ssize_t i, slot
+    for i in range(d.n):
+        slot = _slot(h, d.e[i].key)
+        if h.keys[slot] == -1:
+            h.keys[slot] = d.e[i].key
+            h.vals[slot] = 0.0
+            h.used[h.n_used] = slot
+            h.n_used += 1
+        h.vals[slot] += d.e[i].val
+
+
+cdef double table_dot(KeyTable* h, Diff* d) noexcept nogil:
+    """Exact dF(held) . dF(d): d's repeated keys may stay unmerged."""
+    cdef Py_ssize_t i, slot
     cdef double s = 0.0
-    while i < a.n and j < b.n:
-        if a.e[i].key == b.e[j].key:
-            s += a.e[i].val * b.e[j].val
-            i += 1
-            j += 1
-        elif a.e[i].key < b.e[j].key:
-            i += 1
-        else:
-            j += 1
+    for i in range(d.n):
+        slot = _slot(h, d.e[i].key)
+        if h.keys[slot] != -1:
+            s += d.e[i].val * h.vals[slot]
+    return s
+
+
+cdef void table_clear(KeyTable* h) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(h.n_used):
+        h.keys[h.used[i]] = -1
+    h.n_used = 0
+
+
+cdef double diff_sqnorm(KeyTable* h, Diff* d) noexcept nogil:
+    """||dF||^2, exactly (repeated features and positions summed first)."""
+    cdef double s
+    table_load(h, d)
+    s = table_dot(h, d)
+    table_clear(h)
     return s
 
 
@@ -378,7 +413,7 @@ def online_epoch(const long long[::1] indptr, const int[::1] indices, const doub
                     if ell < ell_hat:
                         continue
                 build_diff(&X, row0, T, gold, path, &w, &ws.diffs[0])
-                sq = diff_dot(&ws.diffs[0], &ws.diffs[0])
+                sq = diff_sqnorm(&ws.table, &ws.diffs[0])
                 step = ell / sq if sq > 0.0 else C
                 if step > C:
                     step = C
@@ -464,9 +499,11 @@ cdef long long _mira_example(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int
         ws.G[a * m] = 0.0
         ws.G[a] = 0.0
     for a in range(1, m):
+        table_load(&ws.table, &ws.diffs[a])
         for b in range(a, m):
-            ws.G[a * m + b] = diff_dot(&ws.diffs[a], &ws.diffs[b])
+            ws.G[a * m + b] = table_dot(&ws.table, &ws.diffs[b])
             ws.G[b * m + a] = ws.G[a * m + b]
+        table_clear(&ws.table)
     smo(ws.G, ws.ell, m, C, tol, max_steps, ws.alpha, ws.grad)
     for a in range(1, m):
         if ws.alpha[a] > 0.0:
@@ -498,6 +535,11 @@ cdef class _Workspace:
         self.ell = <double*>malloc(n_diffs * sizeof(double))
         self.alpha = <double*>malloc(n_diffs * sizeof(double))
         self.grad = <double*>malloc(n_diffs * sizeof(double))
+        self.table.keys = NULL
+        self.table.vals = NULL
+        self.table.used = NULL
+        if table_init(&self.table, diff_capacity(max_nnz, max_T)) < 0:
+            raise MemoryError()
         self.diffs = <Diff*>malloc(n_diffs * sizeof(Diff))
         if self.diffs != NULL:
             for i in range(n_diffs):
@@ -520,6 +562,7 @@ cdef class _Workspace:
         free(self.cnt); free(self.heads); free(self.cand); free(self.paths); free(self.scores)
         free(self.y_hat); free(self.order); free(self.G); free(self.ell)
         free(self.alpha); free(self.grad)
+        table_free(&self.table)
         if self.diffs != NULL:
             for i in range(self.n_diffs):
                 free(self.diffs[i].e)
