@@ -14,15 +14,19 @@ from . import __version__
 from .datasets import make_chunking_corpus, read_conll, write_conll
 from .features import SequenceVectorizer, feature_set
 from .metrics import chunk_report, format_conlleval
+from .larank import LaRankTagger
 from .mira import KBestMIRATagger
 from .passive_aggressive import PassiveAggressiveTagger
 from .perceptron import StructuredPerceptronTagger
+from .sdm import SDMTagger
 
 #: Estimators the command line can train, by name.
 ESTIMATORS = {
     "perceptron": StructuredPerceptronTagger,
     "pa": PassiveAggressiveTagger,
     "mira": KBestMIRATagger,
+    "sdm": SDMTagger,
+    "larank": LaRankTagger,
 }
 
 def _parse_params(pairs):

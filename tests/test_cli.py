@@ -66,3 +66,16 @@ def test_python_dash_m(tmp_path):
     result = subprocess.run([sys.executable, "-m", "sklstruct", "--help"], cwd=tmp_path,
                             capture_output=True, text=True, check=True)
     assert "demo" in result.stdout and "evaluate" in result.stdout
+
+
+@pytest.mark.parametrize("name, params", [("sdm", ["k=2", "max_iter=3"]),
+                                          ("larank", ["k=2", "n_reprocess=2"])])
+def test_train_dual_learners(files, capsys, name, params):
+    model = files / f"{name}.joblib"
+    args = ["train", str(files / "train.txt"), "-m", str(model), "-e", name]
+    for p in params + ["random_state=0"]:
+        args += ["-p", p]
+    assert main(args) == 0
+    assert f"trained {name} on 240 sentences" in capsys.readouterr().out
+    assert main(["evaluate", str(files / "test.txt"), "--model", str(model)]) == 0
+    assert "FB1:" in capsys.readouterr().out
