@@ -309,7 +309,7 @@ def online_epoch(const long long[::1] indptr, const int[::1] indices, const doub
                  double[:, ::1] W, double[:, ::1] P, W_sum, P_sum,
                  Py_ssize_t k, long long n_seen, int rule=RULE_PERCEPTRON,
                  double C=1.0, int cost=COST_HAMMING, double tol=1e-6,
-                 Py_ssize_t max_smo_steps=1000):
+                 Py_ssize_t max_smo_steps=1000, bint augment=True):
     """Run one epoch of a k-best online learner (callers validate all arrays).
 
     Parameters
@@ -328,6 +328,8 @@ def online_epoch(const long long[::1] indptr, const int[::1] indices, const doub
     C : the step cap (pa, rpa) or the slack weight (mira)
     cost : COSTS[name], the cost L(y^n, y): Hamming or 0/1
     tol, max_smo_steps : the MIRA solver's KKT tolerance and step limit
+    augment : pa, rpa and mira use the loss-augmented k best (eq. 12); False:
+        the k best by score (prediction-based updates)
 
     Returns
     -------
@@ -359,7 +361,7 @@ def online_epoch(const long long[::1] indptr, const int[::1] indices, const doub
         s = order[i]
         max_T = max(max_T, offsets[s + 1] - offsets[s])
         max_nnz = max(max_nnz, indptr[offsets[s + 1]] - indptr[offsets[s]])
-    cdef bint augmented = rule != RULE_PERCEPTRON
+    cdef bint augmented = rule != RULE_PERCEPTRON and augment
     # the 0/1-augmented k best are among the k + 1 best by score
     cdef Py_ssize_t K = max(k, 1) + (1 if augmented and cost == COST_ZERO_ONE else 0)
     cdef Py_ssize_t n_diffs = K + 1 if rule == RULE_MIRA else 1

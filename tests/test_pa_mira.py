@@ -19,7 +19,8 @@ def zero_one_kbest(E, P, gold, k):
     return paths[order]
 
 
-def reference_pa(X, y, n_labels, k, C, epochs, restricted=False, cost="hamming"):
+def reference_pa(X, y, n_labels, k, C, epochs, restricted=False, cost="hamming",
+                 loss_augmented=True):
     """Algorithm 4 of paper 000 (PA / RPA lines), plainly, with averaging."""
     F = X[0].shape[1]
     W, P = np.zeros((F, n_labels)), np.zeros((n_labels + 2, n_labels))
@@ -32,7 +33,9 @@ def reference_pa(X, y, n_labels, k, C, epochs, restricted=False, cost="hamming")
     for _ in range(epochs):
         for x, gold in zip(X, y):
             E = emission_scores(x, W)
-            if cost == "zero_one":
+            if not loss_augmented:
+                paths, _ = kbest_decode(E, P, k)
+            elif cost == "zero_one":
                 paths = zero_one_kbest(E, P, gold, k)
             else:
                 paths, _ = kbest_decode(E, P, k, gold=gold, cost=1.0)
@@ -67,6 +70,20 @@ def test_pa_matches_reference_implementation(k, restricted, cost):
     W, P = reference_pa(X, y, 3, k, 0.7, 3, restricted, cost)
     np.testing.assert_allclose(model.coef_, W.T, atol=1e-9)
     np.testing.assert_allclose(model._chain_params(), P, atol=1e-9)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("restricted", [False, True])
+def test_prediction_based_pa_matches_reference(k, restricted):
+    X, y = random_problem(seed=11)
+    model = PassiveAggressiveTagger(k=k, C=0.7, restricted=restricted, loss_augmented=False,
+                                    max_iter=3, shuffle=False).fit(X, y)
+    W, P = reference_pa(X, y, 3, k, 0.7, 3, restricted, loss_augmented=False)
+    np.testing.assert_allclose(model.coef_, W.T, atol=1e-9)
+    np.testing.assert_allclose(model._chain_params(), P, atol=1e-9)
+    augmented = PassiveAggressiveTagger(k=k, C=0.7, restricted=restricted, max_iter=3,
+                                        shuffle=False).fit(X, y)
+    assert not np.allclose(model.coef_, augmented.coef_)
 
 
 def test_pa_hand_computed_step_with_repeated_features():
