@@ -75,8 +75,17 @@ def run_estimator(data, name, estimator, test, queue):
 
 
 def run_crfsuite(data, name, algorithm, params, test, queue):
+    """Train and test CRFsuite.  ``params["seed"]``, if given, seeds the C
+    library's rand(), which CRFsuite's shuffling uses (it never seeds it
+    itself, so without this every run shuffles the same way)."""
+    import ctypes
+
     import pycrfsuite
 
+    params = dict(params)
+    seed = params.pop("seed", None)
+    if seed is not None:
+        ctypes.CDLL(None).srand(int(seed))
     base = rss_mb()
     trainer = pycrfsuite.Trainer(algorithm=algorithm, verbose=False)
     for xseq, yseq in zip(data["attrs"]["train"], data["y"]["train"]):
@@ -151,3 +160,11 @@ def write_tables(out_dir, prefix, tables):
     if out_dir:
         for name, text in tables.items():
             Path(out_dir, f"{prefix}_{name}.md").write_text(text + "\n")
+
+
+def mean_row(name, rows):
+    """Average the measurements of runs that differ only in their seed."""
+    f1 = np.array([r["f1"] for r in rows])
+    out = {key: float(np.mean([r[key] for r in rows])) for key in rows[0] if key != "name"}
+    out["name"] = f"{name} (mean of {len(rows)} seeds, F1 std {100 * f1.std():.2f})"
+    return out
