@@ -1,0 +1,13 @@
+"""Constituency parsing: trees, binarization, grammars, PARSEVAL metrics
+and the max-margin parser."""
+
+from .tree import (  # noqa: F401
+    Tree,
+    expand_unary,
+    load_treebank,
+    preprocess,
+    read_ptb,
+    read_trees,
+    strip_function_tags,
+    write_ptb,
+)
