@@ -1,0 +1,291 @@
+"""CKY and loss-augmented CKY (paper 002, eqs. 1, 3, 5-9) against brute-force
+enumeration of every tree of tiny random grammars."""
+import itertools
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sklstruct.parsing._cky import LOSS_NONE, cky
+from sklstruct.parsing.features import LOSSES, CompiledGrammar, tree_loss
+
+
+# -- random tiny grammars ------------------------------------------------------
+
+def random_grammar(rng, max_chain=None):
+    """POS tags 0..P-1, nonterminals after them; some artificial (base -1),
+    some sharing a base label (parent annotation)."""
+    P = int(rng.integers(1, 3))
+    N = int(rng.integers(2, 5))
+    S = P + N
+    base = np.full(S, -1)
+    labels = rng.integers(0, max(1, N - 1), size=N)
+    artificial = rng.random(N) < 0.25
+    base[P:] = np.where(artificial, -1, labels)
+    nts = np.arange(P, S)
+    binary = {(int(rng.choice(nts)), int(rng.integers(S)), int(rng.integers(S)))
+              for _ in range(int(rng.integers(4, 13)))}
+    unary = set()
+    for _ in range(int(rng.integers(0, 7))):
+        a, b = int(rng.choice(nts)), int(rng.integers(S))
+        if a != b:
+            unary.add((a, b))
+    roots = rng.choice(nts, size=int(rng.integers(1, N + 1)), replace=False)
+    K = int(rng.integers(0, 3)) if max_chain is None else max_chain
+    return CompiledGrammar(S, sorted(binary), sorted(unary) or np.zeros((0, 2), int), roots,
+                           np.arange(P), base, K)
+
+
+def random_weights(rng, g, n):
+    return (rng.normal(size=(n, len(g.preterminals))), rng.normal(size=len(g.binary)),
+            rng.normal(size=len(g.unary)), rng.normal(size=len(g.roots)))
+
+
+# -- brute force: every tree of the hypothesis space ---------------------------
+
+def all_trees(g, n):
+    """Every integer tree over n tokens rooted at a root symbol, built from the
+    definition (binary rules, unary chains of <= K rules with no repeated
+    symbol or base label over one span), independently of the chain tables."""
+    final = {}
+    for length in range(1, n + 1):
+        for i in range(n - length + 1):
+            j = i + length
+            bases = []
+            if length == 1:
+                bases = [(int(t), i) for t in g.preterminals]
+            else:
+                for a, b, c in g.binary:
+                    for s in range(i + 1, j):
+                        for lt in final[i, s]:
+                            if lt[0] != b:
+                                continue
+                            for rt in final[s, j]:
+                                if rt[0] == c:
+                                    bases.append((int(a), [lt, rt]))
+            out = []
+            for t in bases:
+                frontier = [(t, [t[0]])]
+                out.append(t)
+                for _ in range(g.max_chain):
+                    nxt = []
+                    for tree, syms in frontier:
+                        for a, b in g.unary:
+                            if b != tree[0] or a in syms:
+                                continue
+                            if g.base[a] >= 0 and g.base[a] in {g.base[s] for s in syms}:
+                                continue
+                            nxt.append(((int(a), [tree]), syms + [int(a)]))
+                    out.extend(t2 for t2, _ in nxt)
+                    frontier = nxt
+            final[i, j] = out
+    return [t for t in final[0, n] if t[0] in set(g.roots.tolist())]
+
+
+def tree_score(g, tree, lex, wb, wu, wr):
+    score = wr[list(g.roots).index(tree[0])]
+    stack = [tree]
+    while stack:
+        sym, kids = stack.pop()
+        if isinstance(kids, int):
+            score += lex[kids, list(g.preterminals).index(sym)]
+        elif len(kids) == 1:
+            score += wu[g.unary_index[(sym, kids[0][0])]]
+            stack.extend(kids)
+        else:
+            score += wb[g.binary_index[(sym, kids[0][0], kids[1][0])]]
+            stack.extend(kids)
+    return score
+
+
+def brackets(tree, key):
+    """Multiset of (key, start, end) of the counted nodes; and the preorder."""
+    out, order = Counter(), []
+
+    def walk(t, i):
+        sym, kids = t
+        if isinstance(kids, int):
+            order.append((sym, kids, kids + 1))
+            return kids + 1
+        pos = len(order)
+        order.append(None)
+        j = i
+        for k in kids:
+            j = walk(k, j)
+        order[pos] = (sym, i, j)
+        if key[sym] >= 0:
+            out[key[sym], i, j] += 1
+        return j
+
+    walk(tree, 0)
+    return out, order
+
+
+def brute_loss(g, gold, pred, loss):
+    if loss == "zero_one":
+        return 0.0 if brackets(gold, g.key_bin)[1] == brackets(pred, g.key_bin)[1] else 1.0
+    key = g.key_f1 if loss == "f1" else g.key_bin
+    gb, pb = brackets(gold, key)[0], brackets(pred, key)[0]
+    tp = sum((gb & pb).values())
+    fp = sum(pb.values()) - tp
+    if loss == "fp":
+        return float(fp)
+    denom = sum(gb.values()) + sum(pb.values())
+    return 0.0 if denom == 0 else 1.0 - 2.0 * tp / denom
+
+
+# -- tests ----------------------------------------------------------------------
+
+SETTINGS = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 4))
+def test_cky_matches_brute_force(seed, n):
+    rng = np.random.default_rng(seed)
+    g = random_grammar(rng)
+    lex, wb, wu, wr = random_weights(rng, g, n)
+    trees = all_trees(g, n)
+    res = g.decode(lex, wb, g.chain_weights(wu), wr)
+    if not trees:
+        assert res is None
+        return
+    best = max(tree_score(g, t, lex, wb, wu, wr) for t in trees)
+    assert res is not None
+    assert res["value"] == pytest.approx(best)
+    # the returned tree is a tree of the space with that score
+    assert tree_score(g, res["tree"], lex, wb, wu, wr) == pytest.approx(best)
+    assert res["tree"] in trees
+    # its decisions are the ones the joint feature map counts
+    dec = g.decompose(res["tree"], n)
+    assert sorted(dec["binary"]) == sorted(res["binary_rules"].tolist())
+    assert sorted(dec["unary"]) == sorted(res["unary_rules"].tolist())
+    assert np.array_equal(dec["pos"], res["pos"])
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 4),
+       loss=st.sampled_from(LOSSES), shift=st.floats(-2, 3))
+def test_loss_augmented_cky_matches_brute_force(seed, n, loss, shift):
+    """max_y Delta(y*, y) (const + w.Psi(x, y)) (eqs. 3, 7) over all trees."""
+    rng = np.random.default_rng(seed)
+    g = random_grammar(rng)
+    lex, wb, wu, wr = random_weights(rng, g, n)
+    trees = all_trees(g, n)
+    if not trees:
+        return
+    gold = trees[int(rng.integers(len(trees)))]
+    const = shift - tree_score(g, gold, lex, wb, wu, wr)
+    values = [brute_loss(g, gold, t, loss) * (const + tree_score(g, t, lex, wb, wu, wr))
+              for t in trees]
+    best = max(values)
+    dgold = g.decompose(gold, n)
+    res = g.decode(lex, wb, g.chain_weights(wu), wr, loss=loss, gold=dgold, const=const)
+    assert res is not None
+    pred = res["tree"]
+    # the value reported is the value of the tree returned
+    d = brute_loss(g, gold, pred, loss)
+    assert res["delta"] == pytest.approx(d)
+    assert tree_loss(g, dgold, g.decompose(pred, n), loss) == pytest.approx(d)
+    assert res["value"] == pytest.approx(d * (const + tree_score(g, pred, lex, wb, wu, wr)))
+    if best > 1e-9:
+        # exact whenever a constraint is violated (dominance pruning is exact then)
+        assert res["value"] == pytest.approx(best)
+    else:
+        assert res["value"] <= 1e-9
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_loss_augmented_without_pruning_ties(loss):
+    """All weights zero: every tree scores 0 and const = 1, so eq. 7 is the
+    maximal loss over the space; compare with enumeration."""
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(40):
+        g = random_grammar(rng, max_chain=2)
+        n = 4
+        trees = all_trees(g, n)
+        if len(trees) < 2:
+            continue
+        gold = trees[0]
+        z = np.zeros
+        res = g.decode(z((n, len(g.preterminals))), z(len(g.binary)), z(g.n_chains), z(len(g.roots)),
+                       loss=loss, gold=g.decompose(gold, n), const=1.0)
+        assert res["value"] == pytest.approx(max(brute_loss(g, gold, t, loss) for t in trees))
+        checked += 1
+    assert checked > 5
+
+
+def test_gold_outside_space_and_unary_self_loops():
+    # S=2 is the root; NP (3) and NP^S (4) share base label 0.
+    g = CompiledGrammar(5, [(2, 3, 1), (2, 4, 1), (3, 0, 0)], [(4, 3), (2, 4)], [2], [0, 1],
+                        [-1, -1, 1, 0, 0], max_chain=2)
+    # the chain 4 -> 3 repeats base label 0: not a chain of the space
+    assert (4, (0,)) not in g.chain_index
+    gold = (2, [(4, [(3, [(0, 0), (0, 1)])]), (1, 2)])
+    dec = g.decompose(gold, 3)
+    assert dec["chain"][0 * 4 + 2] == -1  # the gold chain is outside the space
+    trees = all_trees(g, 3)
+    assert gold not in trees
+    res = g.decode(np.zeros((3, 2)), np.zeros(3), g.chain_weights(np.zeros(2)), np.zeros(1),
+                   loss="f1", gold=dec, const=1.0)
+    assert res["value"] == pytest.approx(max(brute_loss(g, gold, t, "f1") for t in trees))
+    # the F1 counts stay below |y*|: gold has NP(0,2) twice, predictions once
+    assert res["tp"] <= 2
+
+
+def test_no_parse_returns_none():
+    # only rule S -> A A: sentences of odd length > 1 have no tree
+    g = CompiledGrammar(3, [(2, 1, 1)], np.zeros((0, 2), int), [2], [0, 1], [-1, -1, 0], 0)
+    assert g.decode(np.zeros((3, 2)), np.zeros(1), np.zeros(g.n_chains), np.zeros(1)) is None
+    assert g.decode(np.zeros((2, 2)), np.zeros(1), np.zeros(g.n_chains), np.zeros(1)) is not None
+
+
+def test_kernel_validates_inputs():
+    g = CompiledGrammar(3, [(2, 1, 1)], np.zeros((0, 2), int), [2], [0, 1], [-1, -1, 0], 0)
+    args = [2, np.zeros((2, 3)), g.preterminals, g.binary_sorted, np.zeros(1), g.bin_start,
+            g.chain_top, g.chain_bottom, np.zeros(g.n_chains), g.chain_start, g.chain_nodes,
+            g.chain_node_start, g.roots, np.zeros(1)]
+    cky(*args)
+    with pytest.raises(ValueError, match="empty"):
+        cky(0, *args[1:])
+    bad = list(args)
+    bad[3] = np.array([[2, 1, 7]], dtype=np.int32)
+    with pytest.raises(ValueError, match="out of range"):
+        cky(*bad)
+    bad = list(args)
+    bad[1] = np.zeros((3, 3))
+    with pytest.raises(ValueError, match="rows"):
+        cky(*bad)
+    with pytest.raises(ValueError, match="required"):
+        cky(*args, loss_kind=1)
+    with pytest.raises(ValueError, match="loss_kind"):
+        cky(*args, loss_kind=9)
+    assert LOSS_NONE == 0
+
+
+def test_grammar_validation():
+    with pytest.raises(ValueError, match="self-loop"):
+        CompiledGrammar(3, [(2, 0, 0)], [(2, 2)], [2], [0, 1], [-1, -1, 0], 1)
+    with pytest.raises(ValueError, match="preterminal as its parent"):
+        CompiledGrammar(3, [(2, 0, 0)], [(0, 2)], [2], [0, 1], [-1, -1, 0], 1)
+    with pytest.raises(ValueError, match="outside"):
+        CompiledGrammar(3, [(2, 0, 5)], np.zeros((0, 2), int), [2], [0, 1], [-1, -1, 0], 1)
+    g = CompiledGrammar(3, [(2, 0, 0)], np.zeros((0, 2), int), [2], [0, 1], [-1, -1, 0], 0)
+    with pytest.raises(ValueError, match="not in the grammar"):
+        g.decompose((2, [(0, 0), (1, 1)]), 2)
+    with pytest.raises(ValueError, match="leaves"):
+        g.decompose((2, [(0, 0), (0, 1)]), 3)
+
+
+def test_chain_enumeration_counts():
+    # A chain over a base of symbol 0: 2 -> 0, 3 -> 2, 3 -> 0; K = 2
+    g = CompiledGrammar(4, [(2, 0, 0)], [(2, 0), (3, 2), (3, 0)], [2, 3], [0, 1],
+                        [-1, -1, 0, 1], 2)
+    chains = {(int(t), tuple(r)) for t, r in zip(g.chain_top, g.chain_rules)}
+    expected = {(s, ()) for s in range(4)} | {(2, (0,)), (3, (1,)), (3, (2,)), (3, (1, 0))}
+    assert chains == expected
+    assert list(itertools.chain(g.chain_top)) == sorted(g.chain_top)
