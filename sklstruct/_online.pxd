@@ -55,14 +55,12 @@ cdef void apply_diff(Diff* d, Weights* w, double step, double n_seen) noexcept n
 cdef double cost_of(const int* gold, const int* path, Py_ssize_t T, int cost) noexcept nogil
 
 
+from sklstruct._viterbi cimport KBestScratch
+
+
 cdef class _Workspace:
     cdef double* E
-    cdef double* delta
-    cdef int* back
-    cdef int* back_rank
-    cdef int* cnt
-    cdef int* heads
-    cdef double* cand
+    cdef KBestScratch kb     # the decoder's scratch (kb.delta, kb.back: Viterbi)
     cdef int* paths
     cdef double* scores
     cdef int* y_hat

@@ -15,7 +15,8 @@ average of the weights after each example is then ``w - u / c``.
 import numpy as np
 
 from libc.stdlib cimport malloc, free
-from sklstruct._viterbi cimport add_hamming, compute_emission, kbest, viterbi
+from sklstruct._viterbi cimport (add_hamming, compute_emission, kbest, kbest_alloc, kbest_free,
+                                viterbi)
 
 cdef enum:
     RULE_PERCEPTRON = 0     # eq. 36
@@ -408,7 +409,7 @@ def online_epoch(const long long[::1] indptr, const int[::1] indices, const doub
                     # least as much as the prediction y_hat of the current weights
                     if stale:
                         compute_emission(X.indptr, X.indices, X.data, row0, T, w.W, L, ws.E)
-                        viterbi(ws.E, T, L, w.P, ws.delta, ws.back, ws.y_hat)
+                        viterbi(ws.E, T, L, w.P, ws.kb.delta, ws.kb.back, ws.y_hat)
                         ell_hat = (cost_of(gold, ws.y_hat, T, cost)
                                    - margin(&X, row0, T, gold, ws.y_hat, &w))
                         stale = False
@@ -441,12 +442,7 @@ cdef Py_ssize_t decode_candidates(_Workspace ws, Corpus* X, Py_ssize_t row0, Py_
     compute_emission(X.indptr, X.indices, X.data, row0, T, w.W, L, ws.E)
     if augmented and not zero_one:
         add_hamming(ws.E, T, L, gold, 1.0)
-    if K == 1:
-        ws.scores[0] = viterbi(ws.E, T, L, w.P, ws.delta, ws.back, ws.paths)
-        n = 1
-    else:
-        n = kbest(ws.E, T, L, w.P, K, ws.delta, ws.cnt, ws.back, ws.back_rank,
-                  ws.heads, ws.cand, ws.paths, ws.scores)
+    n = kbest(ws.E, T, L, w.P, K, &ws.kb, ws.paths, ws.scores)
     if zero_one:
         n = _rerank_zero_one(ws.paths, ws.scores, n, T, gold, k, ws.order)
     return n
@@ -523,12 +519,8 @@ cdef class _Workspace:
         max_T = max(max_T, 1)
         self.n_diffs = n_diffs
         self.E = <double*>malloc(max_T * L * sizeof(double))
-        self.delta = <double*>malloc(max_T * L * K * sizeof(double))
-        self.back = <int*>malloc(max_T * L * K * sizeof(int))
-        self.back_rank = <int*>malloc(max_T * L * K * sizeof(int))
-        self.cnt = <int*>malloc(max_T * L * sizeof(int))
-        self.heads = <int*>malloc(4 * K * sizeof(int))
-        self.cand = <double*>malloc(K * sizeof(double))
+        if kbest_alloc(&self.kb, max_T, L, K) < 0:
+            raise MemoryError()
         self.paths = <int*>malloc(K * max_T * sizeof(int))
         self.scores = <double*>malloc(K * sizeof(double))
         self.y_hat = <int*>malloc(max_T * sizeof(int))
@@ -551,8 +543,7 @@ cdef class _Workspace:
                 self.diffs[i].e = <Entry*>malloc(diff_capacity(max_nnz, max_T) * sizeof(Entry))
                 if self.diffs[i].e == NULL:
                     raise MemoryError()
-        if (self.E == NULL or self.delta == NULL or self.back == NULL or self.back_rank == NULL
-                or self.cnt == NULL or self.heads == NULL or self.cand == NULL or self.paths == NULL
+        if (self.E == NULL or self.paths == NULL
                 or self.scores == NULL or self.y_hat == NULL or self.order == NULL
                 or self.G == NULL or self.ell == NULL or self.alpha == NULL
                 or self.grad == NULL or self.diffs == NULL):
@@ -560,8 +551,8 @@ cdef class _Workspace:
 
     def __dealloc__(self):
         cdef Py_ssize_t i
-        free(self.E); free(self.delta); free(self.back); free(self.back_rank)
-        free(self.cnt); free(self.heads); free(self.cand); free(self.paths); free(self.scores)
+        free(self.E); free(self.paths); free(self.scores)
+        kbest_free(&self.kb)
         free(self.y_hat); free(self.order); free(self.G); free(self.ell)
         free(self.alpha); free(self.grad)
         table_free(&self.table)

@@ -17,10 +17,31 @@ cdef void add_hamming(double* E, Py_ssize_t T, Py_ssize_t L, const int* gold,
 cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                     double* delta, int* back, int* path) noexcept nogil
 
+cdef struct KBestScratch:
+    # scratch of the k-best decoder (see kbest_alloc); nodes v = t * L + y and
+    # the end node T * L
+    double* delta            # (nodes) Viterbi prefix scores, rank 0
+    int* back                # (nodes) Viterbi back-pointers (labels)
+    int* cnt                 # (nodes) ranks found so far
+    int* heap_of             # (nodes) heap of the node, -1 none yet, -2 exhausted
+    int* stack               # (T + 1) the nodes of one descent
+    double* rscore           # (nodes * K) ranks r >= 1: score,
+    int* rlabel              # predecessor label
+    int* rrank               # and predecessor rank
+    double* hkey             # (max_heaps * cap) candidate heaps: score,
+    int* hlabel              # predecessor label
+    int* hrank               # and predecessor rank
+    int* hsize               # (max_heaps)
+    Py_ssize_t K
+    Py_ssize_t cap
+    Py_ssize_t max_heaps
+    Py_ssize_t n_heaps
+
+cdef int kbest_alloc(KBestScratch* s, Py_ssize_t max_T, Py_ssize_t L,
+                     Py_ssize_t K) noexcept nogil
+cdef void kbest_free(KBestScratch* s) noexcept nogil
 cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
-                      Py_ssize_t K, double* delta, int* cnt, int* back_label,
-                      int* back_rank, int* heads, double* cand, int* paths,
-                      double* scores) noexcept nogil
+                      Py_ssize_t K, KBestScratch* s, int* paths, double* scores) noexcept nogil
 
 cdef double path_score(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                        const int* path) noexcept nogil

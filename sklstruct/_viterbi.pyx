@@ -83,102 +83,254 @@ cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P
     return best
 
 
-cdef inline void _backtrack(Py_ssize_t T, Py_ssize_t L, Py_ssize_t K, Py_ssize_t y,
-                            Py_ssize_t r, const int* back_label, const int* back_rank,
-                            int* path) noexcept nogil:
-    cdef Py_ssize_t t, idx
-    for t in range(T - 1, -1, -1):
-        path[t] = <int>y
-        if t > 0:
-            idx = (t * L + y) * K + r
-            y = back_label[idx]
-            r = back_rank[idx]
+# ---------------------------------------------------------------------------
+# Exact k-best: Viterbi forward, then lazy best-first enumeration backwards
+# ---------------------------------------------------------------------------
+#
+# The lattice has a node v = t * L + y for every label y at position t, and an
+# end node v = T * L after the last position.  Rank 0 of every node is its
+# Viterbi prefix (delta, back).  Ranks r >= 1 of a node are found only when
+# asked for, by the recursive enumeration algorithm of Jimenez & Marzal
+# (2003, "Computing the K shortest paths: a new algorithm and an experimental
+# comparison"): node v keeps a heap of candidate prefixes (y', j), "rank j of
+# (t-1, y') followed by y", holding at first every predecessor's rank 0 except
+# the one of v's own rank 0; the next rank of v is the best candidate; after
+# taking (y', j) the candidate (y', j + 1) enters, which needs rank j + 1 of
+# (t-1, y') and so on down, one node per position.  Each new sequence at the
+# end node costs O(T log(L + K)) plus O(L) for every node whose heap is
+# started; at most T heaps per sequence, so O(T L^2 + K T (L + log(L + K)))
+# in all instead of the O(T L (L + K^2)) of k-best lists at every node.
 
 
-cdef inline Py_ssize_t _top_k(const double* prev, const int* prev_cnt, Py_ssize_t L,
-                              Py_ssize_t K, const double* trans, Py_ssize_t stride,
-                              double* out_s, int* out_label, int* out_rank,
-                              int* lists, int* taken, double* heads) noexcept nogil:
-    """The K best of prev[y', r] + trans[y' * stride] over all predecessors y' and
-    ranks r, best first, ties in (y', r) order.
+cdef int kbest_alloc(KBestScratch* s, Py_ssize_t max_T, Py_ssize_t L,
+                     Py_ssize_t K) noexcept nogil:
+    """Scratch for :c:func:`kbest` on sentences of up to max_T tokens, L labels
+    and up to K sequences; -1 when out of memory (free with kbest_free)."""
+    cdef Py_ssize_t n_nodes = max(max_T, 1) * L + 1
+    s.K = max(K, 1)
+    s.cap = L + s.K
+    # a new sequence at the end node starts at most one heap per position
+    s.max_heaps = min((s.K - 1) * (max(max_T, 1) + 1), n_nodes)
+    s.delta = <double*>malloc(n_nodes * sizeof(double))
+    s.back = <int*>malloc(n_nodes * sizeof(int))
+    s.cnt = <int*>malloc(n_nodes * sizeof(int))
+    s.heap_of = <int*>malloc(n_nodes * sizeof(int))
+    s.stack = <int*>malloc((max(max_T, 1) + 1) * sizeof(int))
+    s.rscore = <double*>malloc(n_nodes * s.K * sizeof(double))
+    s.rlabel = <int*>malloc(n_nodes * s.K * sizeof(int))
+    s.rrank = <int*>malloc(n_nodes * s.K * sizeof(int))
+    s.hkey = <double*>malloc(max(s.max_heaps, 1) * s.cap * sizeof(double))
+    s.hlabel = <int*>malloc(max(s.max_heaps, 1) * s.cap * sizeof(int))
+    s.hrank = <int*>malloc(max(s.max_heaps, 1) * s.cap * sizeof(int))
+    s.hsize = <int*>malloc(max(s.max_heaps, 1) * sizeof(int))
+    if (s.delta == NULL or s.back == NULL or s.cnt == NULL or s.heap_of == NULL
+            or s.stack == NULL or s.rscore == NULL or s.rlabel == NULL or s.rrank == NULL
+            or s.hkey == NULL or s.hlabel == NULL or s.hrank == NULL or s.hsize == NULL):
+        return -1
+    return 0
 
-    Every list prev[y', :] is sorted, so only the lists whose heads are among
-    the K best heads can contribute: pick those (insertion into a sorted
-    buffer of K, stable) and merge just them, K-way.  O(L + K^2) per state.
-    Scratch: lists, taken (K ints), heads (K doubles).  Returns how many (<= K).
-    """
-    cdef Py_ssize_t yp, i, pos, m = 0, n = 0, best
-    cdef double h
-    # the K best heads, ties to the lower label (stable insertion)
+
+cdef void kbest_free(KBestScratch* s) noexcept nogil:
+    free(s.delta); free(s.back); free(s.cnt); free(s.heap_of); free(s.stack)
+    free(s.rscore); free(s.rlabel); free(s.rrank)
+    free(s.hkey); free(s.hlabel); free(s.hrank); free(s.hsize)
+    s.delta = NULL; s.back = NULL; s.cnt = NULL; s.heap_of = NULL; s.stack = NULL
+    s.rscore = NULL; s.rlabel = NULL; s.rrank = NULL
+    s.hkey = NULL; s.hlabel = NULL; s.hrank = NULL; s.hsize = NULL
+
+
+cdef inline bint _before(const double* key, const int* lab, Py_ssize_t a,
+                         Py_ssize_t b) noexcept nogil:
+    """Candidate a comes before b: higher score, ties to the lower predecessor
+    label (a heap never holds two candidates with the same label)."""
+    return key[a] > key[b] or (key[a] == key[b] and lab[a] < lab[b])
+
+
+cdef inline void _swap(double* key, int* lab, int* rk, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    cdef double k = key[a]
+    cdef int i = lab[a]
+    key[a] = key[b]; key[b] = k
+    lab[a] = lab[b]; lab[b] = i
+    i = rk[a]; rk[a] = rk[b]; rk[b] = i
+
+
+cdef inline void _sift_down(double* key, int* lab, int* rk, Py_ssize_t n,
+                            Py_ssize_t i) noexcept nogil:
+    cdef Py_ssize_t c
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            return
+        if c + 1 < n and _before(key, lab, c + 1, c):
+            c += 1
+        if not _before(key, lab, c, i):
+            return
+        _swap(key, lab, rk, i, c)
+        i = c
+
+
+cdef inline void _sift_up(double* key, int* lab, int* rk, Py_ssize_t i) noexcept nogil:
+    cdef Py_ssize_t p
+    while i > 0:
+        p = (i - 1) // 2
+        if not _before(key, lab, i, p):
+            return
+        _swap(key, lab, rk, i, p)
+        i = p
+
+
+cdef inline double _rank_score(KBestScratch* s, Py_ssize_t v, Py_ssize_t r) noexcept nogil:
+    return s.delta[v] if r == 0 else s.rscore[v * s.K + r]
+
+
+cdef inline double _trans(const double* P, Py_ssize_t L, Py_ssize_t yp, Py_ssize_t y,
+                          bint at_end) noexcept nogil:
+    """Score of the arc from label yp into label y, or into the end node."""
+    return P[(L + 1) * L + yp] if at_end else P[yp * L + y]
+
+
+cdef void _start_heap(KBestScratch* s, const double* P, Py_ssize_t L, Py_ssize_t t,
+                      Py_ssize_t y, Py_ssize_t v, bint at_end) noexcept nogil:
+    """Heap of node v (label y at position t >= 1, or the end node): rank 0 of
+    every predecessor except the one v's own rank 0 came from."""
+    cdef Py_ssize_t h = s.n_heaps, yp, n = 0, i
+    cdef Py_ssize_t used = s.rlabel[v * s.K] if at_end else s.back[v]
+    cdef double* key = s.hkey + h * s.cap
+    cdef int* lab = s.hlabel + h * s.cap
+    cdef int* rk = s.hrank + h * s.cap
+    cdef const double* prev = s.delta + (t - 1) * L
+    s.n_heaps += 1
+    s.heap_of[v] = <int>h
     for yp in range(L):
-        h = prev[yp * K] + trans[yp * stride]
-        if m == K and h <= heads[K - 1]:
-            continue
-        pos = m if m < K else K - 1
-        while pos > 0 and heads[pos - 1] < h:
-            heads[pos] = heads[pos - 1]
-            lists[pos] = lists[pos - 1]
-            pos -= 1
-        heads[pos] = h
-        lists[pos] = <int>yp
-        if m < K:
-            m += 1
-    # K-way merge of those lists; taken[i] counts what list i has given
-    for i in range(m):
-        taken[i] = 0
-    while n < K:
-        best = -1
-        for i in range(m):
-            if heads[i] != -INFINITY and (best < 0 or heads[i] > heads[best]
-                                          or (heads[i] == heads[best] and lists[i] < lists[best])):
-                best = i
-        if best < 0:
+        if yp != used:
+            key[n] = prev[yp] + _trans(P, L, yp, y, at_end)
+            lab[n] = <int>yp
+            rk[n] = 0
+            n += 1
+    for i in range(n // 2 - 1, -1, -1):
+        _sift_down(key, lab, rk, n, i)
+    s.hsize[h] = <int>n
+
+
+cdef inline Py_ssize_t _last_pred(KBestScratch* s, Py_ssize_t v, Py_ssize_t end, Py_ssize_t L,
+                                  Py_ssize_t* yp, Py_ssize_t* j) noexcept nogil:
+    """Predecessor node of the last rank found at node v (position >= 1 or the
+    end node); its label and rank into yp and j."""
+    cdef Py_ssize_t r = s.cnt[v] - 1
+    if r == 0 and v != end:
+        yp[0] = s.back[v]
+        j[0] = 0
+    else:
+        yp[0] = s.rlabel[v * s.K + r]
+        j[0] = s.rrank[v * s.K + r]
+    return (v // L - 1) * L + yp[0]
+
+
+cdef bint _next_rank(KBestScratch* s, const double* E, Py_ssize_t T, Py_ssize_t L,
+                     const double* P) noexcept nogil:
+    """Find the next rank of the end node (iterative form of the recursion:
+    first walk down while the successor candidate is still unknown, then find
+    the new ranks bottom up).  False when no further sequence exists."""
+    cdef Py_ssize_t K = s.K, end = T * L, depth = 0, d, v, u, t, y, r, j, yp, h, n
+    cdef double* key
+    cdef int* lab
+    cdef int* rk
+    cdef bint at_end
+    v = end
+    while True:
+        s.stack[depth] = <int>v
+        depth += 1
+        if s.heap_of[v] == -2 or v < L:
             break
-        yp = lists[best]
-        out_s[n] = heads[best]
-        out_label[n] = <int>yp
-        out_rank[n] = taken[best]
-        taken[best] += 1
-        if taken[best] < prev_cnt[yp]:
-            heads[best] = prev[yp * K + taken[best]] + trans[yp * stride]
-        else:
-            heads[best] = -INFINITY
-        n += 1
-    return n
+        u = _last_pred(s, v, end, L, &yp, &j)
+        if j + 1 < s.cnt[u] or s.heap_of[u] == -2:
+            break
+        v = u
+    for d in range(depth - 1, -1, -1):
+        v = s.stack[d]
+        if s.heap_of[v] == -2:
+            continue
+        if v < L:  # position 0: a prefix of one label has no alternative
+            s.heap_of[v] = -2
+            continue
+        at_end = v == end
+        t = v // L
+        y = v - t * L
+        r = s.cnt[v]
+        if s.heap_of[v] == -1:
+            _start_heap(s, P, L, t, y, v, at_end)
+        h = s.heap_of[v]
+        key = s.hkey + h * s.cap
+        lab = s.hlabel + h * s.cap
+        rk = s.hrank + h * s.cap
+        n = s.hsize[h]
+        # the successor of the candidate taken last
+        u = _last_pred(s, v, end, L, &yp, &j)
+        if j + 1 < s.cnt[u]:
+            key[n] = _rank_score(s, u, j + 1) + _trans(P, L, yp, y, at_end)
+            lab[n] = <int>yp
+            rk[n] = <int>(j + 1)
+            _sift_up(key, lab, rk, n)
+            n += 1
+        if n == 0:
+            s.hsize[h] = 0
+            s.heap_of[v] = -2
+            continue
+        # take the best candidate as rank r of v
+        s.rscore[v * K + r] = key[0] if at_end else key[0] + E[v]
+        s.rlabel[v * K + r] = lab[0]
+        s.rrank[v * K + r] = rk[0]
+        s.cnt[v] = <int>(r + 1)
+        n -= 1
+        if n > 0:
+            key[0] = key[n]
+            lab[0] = lab[n]
+            rk[0] = rk[n]
+            _sift_down(key, lab, rk, n, 0)
+        s.hsize[h] = <int>n
+    return s.heap_of[end] != -2
 
 
 cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
-                      Py_ssize_t K, double* delta, int* cnt, int* back_label,
-                      int* back_rank, int* heads, double* cand, int* paths,
-                      double* scores) noexcept nogil:
-    """Exact k-best list Viterbi.
+                      Py_ssize_t K, KBestScratch* s, int* paths, double* scores) noexcept nogil:
+    """Exact k-best Viterbi: the n = min(K, L**T) best distinct sequences, best
+    first, into paths (K*T) and scores; returns n.
 
-    delta[t, y, :] holds the K best scores of prefixes ending in label y at t,
-    sorted, each a distinct prefix (its back-pointer pair (y', r) is unique);
-    it is the top K of the predecessors' lists plus the transition (_top_k).
-    Writes the n <= K best distinct sequences (best first) into paths (K*T)
-    and scores, and returns n (smaller than K when fewer than K sequences
-    exist).  Ties go to the lowest predecessor label, then rank.
-    Scratch: delta, back_label, back_rank (T*L*K), cnt (T*L), heads (4*K ints),
-    cand (K).  O(T L (L + K^2)) time.
+    Order: by score, ties to the lower label at the last position, then to the
+    earlier of the two prefixes in the order of that label's node, and so on
+    backwards; with exact arithmetic this puts equal-score sequences in
+    increasing lexicographic order of the reversed sequences (y_{T-1}, ...,
+    y_0).  Scores are computed as ((prefix + transition) + emission), the same
+    operations as :c:func:`viterbi`, whose result is the first sequence.
+    ``s`` comes from kbest_alloc(max_T >= T, L, K' >= K).
     """
-    cdef Py_ssize_t t, y, n, i, idx
-    for y in range(L):
-        delta[y * K] = P[L * L + y] + E[y]
-        cnt[y] = 1
-    for t in range(1, T):
-        for y in range(L):
-            idx = (t * L + y) * K
-            n = _top_k(delta + (t - 1) * L * K, cnt + (t - 1) * L, L, K, P + y, L,
-                       delta + idx, back_label + idx, back_rank + idx,
-                       heads + 2 * K, heads + 3 * K, cand)
-            for i in range(n):
-                delta[idx + i] += E[t * L + y]
-            cnt[t * L + y] = <int>n
-    n = _top_k(delta + (T - 1) * L * K, cnt + (T - 1) * L, L, K, P + (L + 1) * L, 1,
-               scores, heads, heads + K, heads + 2 * K, heads + 3 * K, cand)
-    for i in range(n):
-        _backtrack(T, L, K, heads[i], heads[K + i], back_label, back_rank, paths + i * T)
+    cdef Py_ssize_t v, t, n, end = T * L, y, r, K1 = min(K, s.K)
+    scores[0] = viterbi(E, T, L, P, s.delta, s.back, paths)
+    if K1 == 1:
+        return 1
+    for v in range(end + 1):
+        s.cnt[v] = 1
+        s.heap_of[v] = -1
+    s.n_heaps = 0
+    s.rscore[end * s.K] = scores[0]
+    s.rlabel[end * s.K] = paths[T - 1]
+    s.rrank[end * s.K] = 0
+    n = 1
+    while n < K1 and _next_rank(s, E, T, L, P):
+        scores[n] = s.rscore[end * s.K + n]
+        y = s.rlabel[end * s.K + n]
+        r = s.rrank[end * s.K + n]
+        for t in range(T - 1, -1, -1):
+            paths[n * T + t] = <int>y
+            if t == 0:
+                break
+            v = t * L + y
+            if r == 0:  # from here on the Viterbi prefix of (t, y)
+                y = s.back[v]
+            else:
+                y = s.rlabel[v * s.K + r]
+                r = s.rrank[v * s.K + r]
+        n += 1
     return n
 
 
@@ -289,7 +441,11 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
     """The ``k`` highest-scoring distinct label sequences, best first.
 
     Same parameters as :func:`viterbi_decode`, plus ``k >= 1``.  When fewer than
-    ``k`` sequences exist (L**T < k) all of them are returned.
+    ``k`` sequences exist (L**T < k) all of them are returned.  Exact: Viterbi,
+    then the lazy best-first enumeration of Jimenez & Marzal (see
+    :c:func:`kbest`), O(T L^2 + k T (L + log(L + k))).  Sequences of equal score
+    come in increasing lexicographic order of the reversed sequence (lower last
+    label first), as the first one comes from :func:`viterbi_decode`.
 
     Returns
     -------
@@ -302,22 +458,20 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
     cdef Py_ssize_t T = E.shape[0], L = E.shape[1]
     cdef double[:, ::1] Ev = E
     cdef double[:, ::1] Pv = P
-    delta = np.empty(T * L * k, dtype=np.float64)
-    cnt = np.empty(T * L, dtype=np.int32)
-    bl = np.empty(T * L * k, dtype=np.int32)
-    br = np.empty(T * L * k, dtype=np.int32)
-    heads = np.empty(4 * k, dtype=np.int32)
-    cand = np.empty(k, dtype=np.float64)
     paths = np.empty((k, T), dtype=np.int32)
     scores = np.empty(k, dtype=np.float64)
-    cdef double[::1] dv = delta
-    cdef int[::1] cv = cnt, blv = bl, brv = br, hv = heads
     cdef int[:, ::1] pv = paths
-    cdef double[::1] sv = scores, candv = cand
+    cdef double[::1] sv = scores
+    cdef KBestScratch s
+    cdef int status
     cdef Py_ssize_t n
     with nogil:
-        n = kbest(&Ev[0, 0], T, L, &Pv[0, 0], k, &dv[0], &cv[0], &blv[0], &brv[0],
-                  &hv[0], &candv[0], &pv[0, 0], &sv[0])
+        status = kbest_alloc(&s, T, L, k)
+        if status == 0:
+            n = kbest(&Ev[0, 0], T, L, &Pv[0, 0], k, &s, &pv[0, 0], &sv[0])
+        kbest_free(&s)
+    if status != 0:
+        raise MemoryError()
     return paths[:n].copy(), scores[:n].copy()
 
 

@@ -23,9 +23,9 @@ def brute_force(E, P, gold=None, cost=0.0):
 
 
 @st.composite
-def chain_problems(draw, integer_scores=False):
-    T = draw(st.integers(1, 5))
-    L = draw(st.integers(1, 4))
+def chain_problems(draw, integer_scores=False, max_T=5, max_L=4):
+    T = draw(st.integers(1, max_T))
+    L = draw(st.integers(1, max_L))
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
     if integer_scores:  # many ties
@@ -83,6 +83,38 @@ def test_loss_augmented_kbest_matches_brute_force(problem, k, cost):
     """Paper 000, eq. 12: the k sequences with the largest w.F(x, y) + L(y^n, y)."""
     E, P, gold = problem
     check_kbest(E, P, k, gold=gold, cost=cost)
+
+
+def documented_order(seqs, scores, k):
+    """The k best in the decoder's documented order: by score, ties in increasing
+    lexicographic order of the reversed sequences (exact with integer scores)."""
+    order = sorted(range(len(seqs)), key=lambda i: (-scores[i], tuple(seqs[i][::-1])))[:k]
+    return seqs[order], scores[order]
+
+
+@settings(max_examples=200, deadline=None)
+@given(chain_problems(integer_scores=True, max_T=7, max_L=3), st.integers(1, 40),
+       st.sampled_from([0.0, 1.0, 2.0]))
+def test_kbest_tie_order(problem, k, cost):
+    """With integer scores every sum is exact, so the order among equal scores is
+    fully defined: the sequences themselves must match, not just the scores."""
+    E, P, gold = problem
+    seqs, scores = brute_force(E, P, gold, cost)
+    paths, got = kbest_decode(E, P, k, gold=gold, cost=cost)
+    want_paths, want_scores = documented_order(seqs, scores, k)
+    np.testing.assert_array_equal(got, want_scores)
+    np.testing.assert_array_equal(paths, want_paths)
+    path, score = viterbi_decode(E, P, gold=gold, cost=cost)
+    np.testing.assert_array_equal(path, want_paths[0])
+    assert score == want_scores[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(chain_problems(max_T=9, max_L=3), st.integers(1, 200))
+def test_kbest_long_sentences_many_sequences(problem, k):
+    """Deeper lattices and k up to 200: many ranks per node, heaps at every position."""
+    E, P, gold = problem
+    check_kbest(E, P, k, gold=gold, cost=1.0)
 
 
 def test_k_larger_than_number_of_sequences():
