@@ -11,3 +11,5 @@ from .tree import (  # noqa: F401
     strip_function_tags,
     write_ptb,
 )
+from .binarize import base_label, binarize, is_artificial, unbinarize  # noqa: F401
+from .grammar import Grammar  # noqa: F401
