@@ -165,49 +165,43 @@ def binarize(tree, factor="right", horizontal=None, vertical=1):
     kids = tree.children
     if len(kids) == 1 and type(kids[0]) is str:  # a lone preterminal
         return Tree(esc[tree.label], kids)
-    # Frames (original phrasal node, iterator over its children, list of the
-    # binarized children, ancestors of the node, ancestors of its children).
-    below = (tree.label,)[:keep]
-    stack = [(tree, iter(kids), [], (), below)]
-    while True:
-        node, children, built, ancestors, below = stack[-1]
-        for child in children:
-            if type(child) is str:
-                built.append(child)
+    # Top down: every output node is created with its final label when its
+    # parent is visited (the label depends only on the original node and its
+    # ancestors), and its children are filled in when it is popped.
+    root = Tree(esc[tree.label])
+    stack = [(tree, root, ())]
+    while stack:
+        node, out, ancestors = stack.pop()
+        below = ((node.label,) + ancestors)[:keep] if keep else ()
+        built = []
+        for kid in node.children:
+            if type(kid) is str:
+                built.append(kid)
                 continue
-            grand = child.children
+            grand = kid.children
             if len(grand) == 1 and type(grand[0]) is str:
-                pre = Tree(esc[child.label])
-                pre.children = [grand[0]]
-                built.append(pre)
-                continue
-            stack.append(
-                (child, iter(grand), [], below,
-                 ((child.label,) + below)[:keep] if keep else ())
-            )
-            break
-        else:
-            stack.pop()
-            out = Tree(annotated[node.label, ancestors] if ancestors else esc[node.label])
-            if len(built) <= 2:
-                out.children = built
+                new = Tree(esc[kid.label])
+                new.children = [grand[0]]
             else:
-                _factor(out, node.label, built, ancestors, right, horizontal)
-            if not stack:
-                if len(esc) > _MEMO_LIMIT or len(annotated) > _MEMO_LIMIT:
-                    esc.clear()
-                    annotated.clear()
-                return out
-            stack[-1][2].append(out)
+                new = Tree(annotated[kid.label, below] if below else esc[kid.label])
+                stack.append((kid, new, below))
+            built.append(new)
+        if len(built) <= 2:
+            out.children = built
+        else:
+            _factor(out, node, built, ancestors, right, horizontal)
+    if len(esc) > _MEMO_LIMIT or len(annotated) > _MEMO_LIMIT:
+        esc.clear()
+        annotated.clear()
+    return root
 
 
-def _factor(out, label, kids, ancestors, right, horizontal):
-    """Attach ``kids`` (``n > 2`` binarized children) under ``out`` through a
-    chain of ``n - 2`` artificial nodes."""
+def _factor(out, node, kids, ancestors, right, horizontal):
+    """Attach ``kids``, the ``n > 2`` binarized children of the original
+    ``node``, under ``out`` through a chain of ``n - 2`` artificial nodes."""
     n = len(kids)
-    base = _BASE_LABELS
-    names = [k if type(k) is str else base[k.label] for k in kids]
-    prefix = "@" + _escape_part(label) + "".join(
+    names = [k if type(k) is str else k.label for k in node.children]
+    prefix = "@" + _escape_part(node.label) + "".join(
         ["^" + _escape_part(a) for a in ancestors]
     ) + "|<"
     current = out
@@ -244,33 +238,13 @@ def unbinarize(tree):
     if tree.label[:1] == "@":
         raise ValueError(f"The root of the tree is an artificial node {tree.label!r}.")
     base = _BASE_LABELS
-    # Frames (node, iterator over its children, list receiving the rebuilt
-    # children).  An artificial node shares the list of its parent, so its
-    # children land directly in the parent: splicing costs nothing.
-    stack = [(tree, iter(tree.children), [])]
-    while True:
-        node, children, built = stack[-1]
-        for child in children:
-            if type(child) is str:
-                built.append(child)
-                continue
-            grand = child.children
-            if len(grand) == 1 and type(grand[0]) is str:
-                pre = Tree(base[child.label])
-                pre.children = [grand[0]]
-                built.append(pre)
-                continue
-            stack.append((child, iter(grand), built if child.label[:1] == "@" else []))
-            break
-        else:
-            stack.pop()
-            label = node.label
-            if label[:1] == "@":
-                continue
-            out = Tree(base[label])
-            out.children = built
-            if not stack:
-                if len(base) > _MEMO_LIMIT:
-                    base.clear()
-                return out
-            stack[-1][2].append(out)
+
+    def build(node, kids):
+        out = Tree(base[node.label])
+        out.children = kids
+        return out
+
+    out = _fold(tree, build, splice="@")
+    if len(base) > _MEMO_LIMIT:
+        base.clear()
+    return out

@@ -270,27 +270,37 @@ def _from_flat(items):
     return root
 
 
-def _fold(tree, build):
+def _fold(tree, build, splice=None):
     """Iterative post-order rebuild: ``build(node, new_children)`` is called
-    for every node after its children were rebuilt; words pass through.
-    ``build`` may return any object (e.g. ``None`` to drop the node, callers
-    then filter)."""
-    values = []
-    stack = [(tree, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if isinstance(node, str):
-            values.append(node)
-        elif expanded:
-            k = len(node.children)
-            kids = values[len(values) - k:] if k else []
-            if k:
-                del values[len(values) - k:]
-            values.append(build(node, kids))
+    for every node after its children were rebuilt (``new_children`` is a
+    fresh list the callee may keep); words pass through unchanged.  ``build``
+    may return any object (e.g. ``None`` to drop a node; callers filter).
+
+    With ``splice`` (a label prefix), a phrasal node whose label starts with
+    it is not built: its rebuilt children go straight into its parent's list
+    (how :func:`~sklstruct.parsing.unbinarize` removes artificial nodes)."""
+    stack = [(tree, iter(tree.children), [])]
+    while True:
+        node, children, built = stack[-1]
+        for child in children:
+            if type(child) is str:
+                built.append(child)
+                continue
+            grand = child.children
+            if len(grand) == 1 and type(grand[0]) is str:
+                built.append(build(child, [grand[0]]))
+                continue
+            shared = splice is not None and child.label.startswith(splice)
+            stack.append((child, iter(grand), built if shared else []))
+            break
         else:
-            stack.append((node, True))
-            stack.extend((c, False) for c in reversed(node.children))
-    return values[0]
+            stack.pop()
+            if stack and splice is not None and node.label.startswith(splice):
+                continue
+            value = build(node, built)
+            if not stack:
+                return value
+            stack[-1][2].append(value)
 
 
 # ---------------------------------------------------------------------------
