@@ -9,8 +9,11 @@ from .mira import KBestMIRATagger  # noqa: E402
 from .passive_aggressive import PassiveAggressiveTagger  # noqa: E402
 from .perceptron import StructuredPerceptronTagger  # noqa: E402
 from .sdm import SDMTagger  # noqa: E402
+from .parsing import F1MaxMarginParser, PCFGParser  # noqa: E402
 
 __all__ = [
+    "F1MaxMarginParser",
+    "PCFGParser",
     "KBestMIRATagger",
     "LaRankTagger",
     "PassiveAggressiveTagger",

@@ -58,7 +58,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.math cimport INFINITY
 from libc.stdint cimport int8_t, int16_t, int32_t, uint8_t
-from libc.stdlib cimport free, malloc, qsort, realloc
+from libc.stdlib cimport free, realloc
 from libc.string cimport memset
 
 cnp.import_array()
@@ -128,25 +128,23 @@ cdef inline int add_candidate(Buffer* cand, double score, Py_ssize_t left, Py_ss
     return buf_push(cand, &e)
 
 
-cdef int cmp_entry(const void* pa, const void* pb) noexcept nogil:
-    """Order tp ascending, fp descending, score descending (then by payload)."""
-    cdef const Entry* a = <const Entry*> pa
-    cdef const Entry* b = <const Entry*> pb
-    if a.tp != b.tp:
-        return -1 if a.tp < b.tp else 1
-    if a.fp != b.fp:
-        return -1 if a.fp > b.fp else 1
-    if a.score != b.score:
-        return -1 if a.score > b.score else 1
-    return 0
+cdef struct Scratch:
+    int32_t* grid       # best candidate per (tp, fp)
+    double* best_ge     # per fp: best score over the rows done with fp' >= fp
+    Py_ssize_t n_grid
+    Py_ssize_t n_fp
 
 
 cdef int flush_cell(Buffer* cand, Buffer* pool, int32_t* off, int32_t* cnt,
-                    bint single) noexcept nogil:
-    """Move the non-dominated candidates into the pool as one cell."""
-    cdef Py_ssize_t a, b, start, best
-    cdef Entry* e
-    cdef bint dominated
+                    bint single, Scratch* sc) noexcept nogil:
+    """Move the non-dominated candidates into the pool as one cell.
+
+    Keeps the best candidate per (tp, fp), then those whose score is above
+    every other candidate with tp' <= tp and fp' >= fp (a sweep over tp
+    ascending and fp descending with suffix maxima): O(#candidates + T * F).
+    """
+    cdef Py_ssize_t a, k, t, f, tmax = 0, fmax = 0, stride, best
+    cdef double run, v
     off[0] = <int32_t> pool.size
     cnt[0] = 0
     if cand.size == 0:
@@ -161,20 +159,36 @@ cdef int flush_cell(Buffer* cand, Buffer* pool, int32_t* off, int32_t* cnt,
         cnt[0] = 1
         cand.size = 0
         return 0
-    qsort(cand.data, cand.size, sizeof(Entry), cmp_entry)
-    start = pool.size
     for a in range(cand.size):
-        e = &cand.data[a]
-        dominated = False
-        # every kept entry has tp' <= tp; among equal tp, fp' >= fp
-        for b in range(start, pool.size):
-            if pool.data[b].fp >= e.fp and pool.data[b].score >= e.score:
-                dominated = True
-                break
-        if not dominated:
-            if buf_push(pool, e) < 0:
-                return -1
-    cnt[0] = <int32_t> (pool.size - start)
+        if cand.data[a].tp > tmax:
+            tmax = cand.data[a].tp
+        if cand.data[a].fp > fmax:
+            fmax = cand.data[a].fp
+    stride = fmax + 1
+    if (tmax + 1) * stride > sc.n_grid or stride > sc.n_fp:
+        return -1
+    for k in range((tmax + 1) * stride):
+        sc.grid[k] = -1
+    for a in range(cand.size):
+        k = cand.data[a].tp * stride + cand.data[a].fp
+        if sc.grid[k] < 0 or cand.data[a].score > cand.data[sc.grid[k]].score:
+            sc.grid[k] = <int32_t> a
+    for f in range(stride):
+        sc.best_ge[f] = -INFINITY
+    for t in range(tmax + 1):
+        run = -INFINITY
+        for f in range(fmax, -1, -1):
+            k = sc.grid[t * stride + f]
+            if k >= 0:
+                v = cand.data[k].score
+                if v > run and v > sc.best_ge[f]:
+                    if buf_push(pool, &cand.data[k]) < 0:
+                        return -1
+                if v > run:
+                    run = v
+            if run > sc.best_ge[f]:
+                sc.best_ge[f] = run
+    cnt[0] = <int32_t> (pool.size - off[0])
     cand.size = 0
     return 0
 
@@ -201,7 +215,7 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                  const int32_t* gold_rule, const int32_t* gold_split,
                  const int32_t* gold_chain, const int32_t* gold_pos,
                  int loss_kind, int fp_cap,
-                 Buffer* cand, Buffer* pool, int32_t* base_off, int32_t* base_cnt,
+                 Buffer* cand, Buffer* pool, Scratch* sc, int32_t* base_off, int32_t* base_cnt,
                  int32_t* final_off, int32_t* final_cnt) noexcept nogil:
     """Fill the base and final cells of every span bottom-up.  Returns -1 on
     memory exhaustion."""
@@ -258,7 +272,7 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                                                      a, b, r, s, 1, nt + eb.tp + ec.tp,
                                                      dfp + eb.fp + ec.fp, fp_cap, single) < 0:
                                         return -1
-                if flush_cell(cand, pool, &base_off[cell], &base_cnt[cell], single) < 0:
+                if flush_cell(cand, pool, &base_off[cell], &base_cnt[cell], single, sc) < 0:
                     return -1
             # ---- final cells: one chain (possibly the identity) on top -------
             for A in range(S):
@@ -285,7 +299,7 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                         if add_candidate(cand, w_chain[c] + eb.score, a, -1, c, -1, 2,
                                          eb.tp + dtp, eb.fp + dfp, fp_cap, single) < 0:
                             return -1
-                if flush_cell(cand, pool, &final_off[cell], &final_cnt[cell], single) < 0:
+                if flush_cell(cand, pool, &final_off[cell], &final_cnt[cell], single, sc) < 0:
                     return -1
     return 0
 
@@ -446,6 +460,17 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
     cand.data = NULL
     cand.size = 0
     cand.cap = 0
+    # tp and fp never exceed the number of nodes of a tree
+    cdef Py_ssize_t max_nodes = (2 * n - 1) * (chain_max_len(chain_node_start) + 1) + n + 1
+    cdef Scratch scratch
+    scratch.n_fp = max_nodes + 1
+    scratch.n_grid = scratch.n_fp * scratch.n_fp if loss_kind != K_NONE else 0
+    grid_a = np.empty(max(scratch.n_grid, 1), dtype=np.int32)
+    best_a = np.empty(scratch.n_fp, dtype=np.float64)
+    cdef int32_t[::1] grid_v = grid_a
+    cdef double[::1] best_v = best_a
+    scratch.grid = &grid_v[0]
+    scratch.best_ge = &best_v[0]
     cdef int status
     cdef const int32_t* p_binary = &binary[0, 0] if R2 else &dummy_int
     cdef const double* p_wb = &w_binary[0] if R2 else NULL
@@ -457,16 +482,25 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
         status = run_cky(n, S, &lex[0, 0], p_pos, P, p_binary, p_wb, &bin_start[0],
                          p_cb, p_wc, &chain_start[0], p_cn, &chain_node_start[0],
                          p_key, p_gold, n_keys, p_grule, p_gsplit, p_gchain, p_gpos,
-                         loss_kind, fp_cap, &cand, &pool, &base_off[0], &base_cnt[0],
+                         loss_kind, fp_cap, &cand, &pool, &scratch, &base_off[0], &base_cnt[0],
                          &final_off[0], &final_cnt[0])
     try:
         if status < 0:
-            raise MemoryError("loss-augmented CKY ran out of memory")
+            raise MemoryError("loss-augmented CKY ran out of memory (or a count exceeded "
+                              "the node bound)")
         return _best_root(n, S, pool, roots, w_root, final_off, final_cnt, loss_kind, const,
                           n_gold, binary, chain_top, chain_bottom)
     finally:
         free(pool.data)
         free(cand.data)
+
+
+cdef Py_ssize_t chain_max_len(int32_t[::1] chain_node_start):
+    cdef Py_ssize_t c, m = 0
+    for c in range(chain_node_start.shape[0] - 1):
+        if chain_node_start[c + 1] - chain_node_start[c] > m:
+            m = chain_node_start[c + 1] - chain_node_start[c]
+    return m
 
 
 cdef object _best_root(int n, int S, Buffer pool, int32_t[::1] roots, double[::1] w_root,
@@ -497,7 +531,7 @@ cdef object _best_root(int n, int S, Buffer pool, int32_t[::1] roots, double[::1
     e = &pool.data[best]
     out = {"value": best_v, "score": e.score + w_root[best_root], "tp": int(e.tp),
            "fp": int(e.fp), "delta": delta_of(loss_kind, e.tp, e.fp, n_gold),
-           "root": int(roots[best_root])}
+           "root": int(roots[best_root]), "n_entries": int(pool.size)}
     # backtrack: rows (kind, id, start, end, parent row) in preorder, kind 1 for
     # a chain (id = chain id), kind 0 for a binary node (id = rule id); the
     # preterminal under a chain whose base is a POS tag is ``pos[start]``.

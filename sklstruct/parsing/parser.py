@@ -1,0 +1,455 @@
+"""Max-margin constituency parsing optimising F1 on the unbinarized trees
+(Bauer, Nakajima, Goernitz and Mueller, paper 002).
+
+:class:`F1MaxMarginParser` is a structural SVM with slack rescaling (eq. 2)
+over a binarized weighted CFG, trained by the n-slack cutting-plane method
+with exact loss-augmented CKY (eqs. 3, 5-9) for the loss ``1 - F1`` counted on
+the unbinarized trees, or for the baselines of Table 1.  ``BaseParser`` holds
+what it shares with the maximum-likelihood :class:`~sklstruct.parsing.PCFGParser`:
+input validation, preprocessing, binarization, grammar extraction, CKY
+prediction and PARSEVAL scoring.
+"""
+import time
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ..features import SequenceVectorizer
+from ._qp import WorkingSetQP
+from .binarize import binarize, unbinarize
+from .evalb import parseval_f1
+from .features import LOSSES, CompiledGrammar
+from .grammar import Grammar
+from .tree import Tree, preprocess
+
+#: Labels of a root bracket that is not counted (EVALB's COLLINS.prm).
+_ROOT_LABELS = ("TOP", "ROOT", "")
+
+#: Default word features of the lexical scores (see
+#: :class:`~sklstruct.SequenceVectorizer` for the template language).
+LEXICAL_FEATURES = ("bias", "word", "lower", "suffix1", "suffix2", "suffix3", "prefix1",
+                    "shape", "is_title", "is_upper", "has_digit", "has_hyphen")
+
+
+def check_sentences(X, name="X"):
+    """Validate parser input: a list of non-empty token sequences, tokens all
+    ``str`` or all ``(word, tag)`` pairs.  Returns (list of word lists,
+    list of token lists, tagged flag)."""
+    if isinstance(X, (str, Tree)) or not hasattr(X, "__len__"):
+        raise ValueError(f"{name} must be a list of token sequences; got {type(X).__name__}")
+    if len(X) == 0:
+        raise ValueError(f"{name} contains no sentences")
+    words, tokens, tagged = [], [], None
+    for i, sent in enumerate(X):
+        if isinstance(sent, (str, Tree)) or not hasattr(sent, "__len__"):
+            raise ValueError(f"{name}[{i}] must be a sequence of tokens; got {type(sent).__name__}")
+        if len(sent) == 0:
+            raise ValueError(f"{name}[{i}] is an empty sentence (0 tokens)")
+        toks = list(sent)
+        for t, tok in enumerate(toks):
+            is_pair = (isinstance(tok, (tuple, list)) and len(tok) == 2
+                       and all(isinstance(s, str) for s in tok))
+            if not (isinstance(tok, str) or is_pair):
+                raise ValueError(f"{name}[{i}][{t}] must be a word (str) or a (word, tag) pair; "
+                                 f"got {tok!r}")
+            if tagged is None:
+                tagged = is_pair
+            elif tagged != is_pair:
+                raise ValueError(f"{name}[{i}][{t}]: mixing words and (word, tag) pairs")
+        tokens.append([tuple(t) if tagged else t for t in toks])
+        words.append([t[0] if tagged else t for t in toks])
+    return words, tokens, tagged
+
+
+def _int_tree(tree, index):
+    """A binarized ``Tree`` as an integer tree of :mod:`.features`."""
+    pos = 0
+
+    def conv(node):
+        nonlocal pos
+        if node.is_preterminal():
+            out = (index[node.label], pos)
+            pos += 1
+            return out
+        return (index[node.label], [conv(k) for k in node.children])
+
+    # binarized trees are shallow enough for recursion only up to ~1000 levels;
+    # the sentence length limit keeps them far below that
+    return conv(tree)
+
+
+def _labelled_tree(int_tree, symbols, words):
+    """An integer tree back to a (binarized) ``Tree`` over ``words``."""
+    sym, kids = int_tree
+    if isinstance(kids, (int, np.integer)):
+        return Tree(symbols[sym], [words[kids]])
+    return Tree(symbols[sym], [_labelled_tree(k, symbols, words) for k in kids])
+
+
+def _max_chain(int_trees):
+    """Longest run of unary rules over one span in the training trees."""
+    best = 0
+    stack = [(t, 0) for t in int_trees]
+    while stack:
+        (sym, kids), run = stack.pop()
+        if isinstance(kids, (int, np.integer)):
+            continue
+        if len(kids) == 1:
+            best = max(best, run + 1)
+            stack.append((kids[0], run + 1))
+        else:
+            stack.extend((k, 0) for k in kids)
+    return best
+
+
+class BaseParser(BaseEstimator):
+    """Shared machinery of the parsers (not an estimator on its own).
+
+    Subclasses implement ``_fit_weights(data)`` (set ``w_binary_``,
+    ``w_unary_``, ``w_root_``) and ``_lexical_scores(tokens)`` (an
+    ``(n_tokens, n_tags)`` array).
+    """
+
+    _parameter_constraints = {
+        "factor": [StrOptions({"right", "left"})],
+        "horizontal": [Interval(Integral, 0, None, closed="left"), None],
+        "vertical": [Interval(Integral, 1, None, closed="left")],
+        "max_unary_chain": [Interval(Integral, 0, None, closed="left"), None],
+        "max_length": [Interval(Integral, 1, 32000, closed="both")],
+    }
+
+    # -- preprocessing ------------------------------------------------------
+
+    @staticmethod
+    def _preprocess(tree, i, name="y"):
+        if not isinstance(tree, Tree):
+            raise ValueError(f"{name}[{i}] must be a Tree; got {type(tree).__name__}")
+        return preprocess(tree, strip_functions=True, remove_empty=True, remove_self_unary=True)
+
+    def _check_length(self, words, name="X"):
+        for i, w in enumerate(words):
+            if len(w) > self.max_length:
+                raise ValueError(f"{name}[{i}] has {len(w)} tokens, more than max_length="
+                                 f"{self.max_length}; raise max_length to parse it")
+
+    def _prepare(self, X, y):
+        """Validate, preprocess, binarize; build the grammar.  Returns a dict
+        of per-sentence data."""
+        words, tokens, tagged = check_sentences(X)
+        if isinstance(y, Tree) or not hasattr(y, "__len__") or len(y) != len(words):
+            raise ValueError(f"y must be a list of {len(words)} trees, one per sentence of X")
+        self._check_length(words)
+        trees = [self._preprocess(t, i) for i, t in enumerate(y)]
+        for i, (t, w) in enumerate(zip(trees, words)):
+            if t.leaves() != w:
+                raise ValueError(f"y[{i}]: the tree's leaves {t.leaves()[:8]}... do not match "
+                                 f"the words of X[{i}] {w[:8]}...")
+        btrees = [binarize(t, factor=self.factor, horizontal=self.horizontal,
+                           vertical=self.vertical) for t in trees]
+        grammar = Grammar.from_trees(btrees)
+        itrees = [_int_tree(b, grammar.index) for b in btrees]
+        K = _max_chain(itrees) if self.max_unary_chain is None else self.max_unary_chain
+        base = np.asarray(grammar.base, dtype=np.int64)
+        counted = base >= 0
+        for s, b in enumerate(base):
+            if b >= 0 and grammar.base_labels[b] in _ROOT_LABELS:
+                counted[s] = False
+        self.grammar_ = grammar
+        self.compiled_ = CompiledGrammar(len(grammar.symbols), grammar.binary, grammar.unary,
+                                         grammar.roots, grammar.preterminals, base, K,
+                                         counted=counted)
+        self.max_unary_chain_ = K
+        self.tagged_ = tagged
+        gold = [self.compiled_.decompose(t, len(w)) for t, w in zip(itrees, words)]
+        # the most frequent root label, for the documented fallback
+        roots, counts = np.unique([g["root"] for g in gold], return_counts=True)
+        self.fallback_root_ = grammar.symbols[roots[np.argmax(counts)]]
+        return {"words": words, "tokens": tokens, "trees": trees, "gold": gold}
+
+    # -- prediction -----------------------------------------------------------
+
+    def _to_tree(self, res, lex, words):
+        """Kernel result -> unbinarized Tree; the fallback when no parse."""
+        if res is None:
+            tags = [self.grammar_.symbols[t]
+                    for t in self.compiled_.preterminals[np.argmax(lex, axis=1)]]
+            return Tree(self.fallback_root_, [Tree(t, [w]) for t, w in zip(tags, words)])
+        return unbinarize(_labelled_tree(res["tree"], self.grammar_.symbols, words))
+
+    def predict(self, X):
+        """Parse sentences.
+
+        Parameters
+        ----------
+        X : list of token sequences
+            Words, or ``(word, tag)`` pairs if the parser was trained on them.
+
+        Returns
+        -------
+        trees : list of Tree
+            The best trees (eq. 1), unbinarized, with the words as leaves.
+            If the grammar derives no tree of a sentence's length from a
+            root symbol (possible only for lengths never seen in training),
+            the sentence gets a flat tree: the most frequent root label over
+            the best-scoring POS tag of every word.
+        """
+        check_is_fitted(self, "w_binary_")
+        words, tokens, tagged = check_sentences(X)
+        if tagged != self.tagged_:
+            raise ValueError("X must hold " + ("(word, tag) pairs" if self.tagged_ else "words")
+                             + " as in fit")
+        self._check_length(words)
+        w_chain = self.compiled_.chain_weights(self.w_unary_)
+        out = []
+        for lex, w in zip(self._lexical_scores(tokens), words):
+            res = self.compiled_.decode(lex, self.w_binary_, w_chain, self.w_root_)
+            out.append(self._to_tree(res, lex, w))
+        return out
+
+    def score(self, X, y):
+        """Labelled-bracket F1 (PARSEVAL, :func:`~sklstruct.parsing.parseval_f1`)
+        of the predictions against the gold trees ``y`` (preprocessed as in fit:
+        function tags and empty elements removed)."""
+        words = check_sentences(X)[0]
+        if isinstance(y, Tree) or not hasattr(y, "__len__") or len(y) != len(words):
+            raise ValueError(f"y must be a list of {len(words)} trees")
+        gold = [preprocess(self._check_tree(t, i), strip_functions=True, remove_empty=True)
+                for i, t in enumerate(y)]
+        return parseval_f1(gold, self.predict(X))
+
+    @staticmethod
+    def _check_tree(tree, i):
+        if not isinstance(tree, Tree):
+            raise ValueError(f"y[{i}] must be a Tree; got {type(tree).__name__}")
+        return tree
+
+
+class F1MaxMarginParser(BaseParser):
+    """Structural SVM parser trained for F1 on unbinarized trees (paper 002).
+
+    Model (section 2.1): a tree ``y`` of the binarized grammar read off the
+    training trees scores ``w . Psi(x, y)``, the sum of the weights of its
+    binary rules, unary rules and root symbol plus lexical scores
+    ``v_t . phi(x_i)`` for the POS tag ``t`` of every token ``i`` (``phi``:
+    word identity, lower case, prefix/suffixes, shape, flags, the given tag
+    with ``(word, tag)`` input; unknown words are scored through their
+    spelling, so every tag is possible at every position).  Unary chains of
+    at most ``max_unary_chain`` rules sit above each span (see
+    :mod:`sklstruct.parsing.features` for the exact hypothesis space).
+
+    Learning (eq. 2, slack rescaling)::
+
+        min_{w, xi >= 0} 1/2 ||w||^2 + C/n sum_i xi_i
+        s.t. w.(Psi(x_i, y_i*) - Psi(x_i, y)) >= 1 - xi_i / Delta(y_i*, y)
+
+    by the n-slack cutting-plane method: every iteration finds for every
+    sentence the most violating tree ``argmax_y Delta(y*, y)(1 - w.dPsi)``
+    (eq. 3) with exact loss-augmented CKY over (tp, fp) tables (eqs. 5-7),
+    adds it to the working set if it violates by more than ``tol``, and
+    re-solves the dual QP of the working set (:mod:`._qp`).
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Regularization constant of eq. 2.
+    loss : {"f1", "f1_binarized", "fp", "zero_one"}, default="f1"
+        ``Delta`` of eq. 2 (rows of Table 1):
+
+        * ``"f1"``: ``1 - F1`` with true/false positives counted on the
+          unbinarized tree (eqs. 4, 8-9): artificial nodes ignored, labels
+          compared without annotation; preterminals are not counted, nor a
+          root labelled TOP/ROOT/""; ``|y*|`` is the number of counted gold
+          brackets (a multiset);
+        * ``"f1_binarized"``: ``1 - F1`` over all non-preterminal nodes of the
+          binarized trees ("F1 (bin.)");
+        * ``"fp"``: the number of false positives among those binarized
+          nodes ("#FP (bin.)");
+        * ``"zero_one"``: 0 if the binarized tree equals the gold one, else 1
+          ("0/1 (bin.)").
+    factor : {"right", "left"}, default="right"
+    horizontal : int >= 0 or None, default=1
+    vertical : int >= 1, default=1
+        Binarization (:func:`~sklstruct.parsing.binarize`).
+    max_unary_chain : int or None, default=None
+        ``K``, the longest chain of unary rules above one span; None: the
+        longest seen in the training trees.
+    lexical_features : tuple of str or None, default=None
+        Templates of the word features (None: :data:`LEXICAL_FEATURES`, plus
+        ``"pos"`` with (word, tag) input).
+    max_iter : int, default=30
+        Maximum number of cutting-plane iterations.
+    tol : float, default=0.01
+        A constraint is added when ``Delta (1 - w.dPsi) > xi_i + tol``; the
+        training stops when none is.
+    qp_tol : float, default=1e-6
+        KKT tolerance of the working-set QP.
+    max_length : int, default=100
+        Longest sentence accepted by fit and predict (ValueError beyond).
+    n_jobs : int or None, default=None
+        Threads for the per-sentence loss-augmented inference (the kernel
+        releases the GIL); joblib semantics.
+    verbose : int, default=0
+        Print one line per iteration: violated constraints, working-set
+        size, dual objective, primal upper bound, elapsed time.
+
+    Attributes
+    ----------
+    grammar_ : Grammar
+    compiled_ : CompiledGrammar
+    vectorizer_ : SequenceVectorizer
+    coef_ : ndarray
+        ``w``: binary rules, unary rules, roots, then lexical weights
+        (``n_word_features x n_tags``, row major).
+    w_binary_, w_unary_, w_root_, w_lex_ : views of ``coef_``
+    max_unary_chain_ : int
+    n_iter_ : int
+    history_ : list of dict
+        Per iteration: ``iteration``, ``violated``, ``constraints``, ``dual``,
+        ``primal`` (upper bound at the previous ``w``), ``seconds``.
+    converged_ : bool
+    """
+
+    _parameter_constraints = {
+        **BaseParser._parameter_constraints,
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "loss": [StrOptions(set(LOSSES))],
+        "lexical_features": [tuple, list, None],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "qp_tol": [Interval(Real, 0, None, closed="neither")],
+        "n_jobs": [Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, C=1.0, loss="f1", *, factor="right", horizontal=1, vertical=1,
+                 max_unary_chain=None, lexical_features=None, max_iter=30, tol=0.01,
+                 qp_tol=1e-6, max_length=100, n_jobs=None, verbose=0):
+        self.C = C
+        self.loss = loss
+        self.factor = factor
+        self.horizontal = horizontal
+        self.vertical = vertical
+        self.max_unary_chain = max_unary_chain
+        self.lexical_features = lexical_features
+        self.max_iter = max_iter
+        self.tol = tol
+        self.qp_tol = qp_tol
+        self.max_length = max_length
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # -- joint feature map ------------------------------------------------------
+
+    def _lexical_scores(self, tokens_list):
+        feats = self.vectorizer_.transform(tokens_list)
+        return [np.asarray(f @ self.w_lex_) for f in feats]
+
+    def _psi(self, dec, feats):
+        """Psi(x, y) of a decomposed tree as a (1, d) CSR row."""
+        g = self.compiled_
+        R2, R1, R0, P = len(g.binary), len(g.unary), len(g.roots), len(g.preterminals)
+        lex0 = R2 + R1 + R0
+        cols = g.pos_column[dec["pos"]]
+        nnz = np.diff(feats.indptr)
+        idx = np.concatenate([
+            np.asarray(dec["binary"], dtype=np.int64),
+            R2 + np.asarray(dec["unary"], dtype=np.int64),
+            [R2 + R1 + g.root_column[dec["root"]]],
+            lex0 + feats.indices.astype(np.int64) * P + np.repeat(cols, nnz),
+        ])
+        data = np.concatenate([np.ones(len(idx) - feats.nnz), feats.data])
+        return sp.csr_matrix((data, (np.zeros(len(idx), dtype=np.int64), idx)),
+                             shape=(1, self.n_weights_))
+
+    def _set_views(self):
+        g = self.compiled_
+        R2, R1, R0 = len(g.binary), len(g.unary), len(g.roots)
+        w = self.coef_
+        self.w_binary_ = w[:R2]
+        self.w_unary_ = w[R2:R2 + R1]
+        self.w_root_ = w[R2 + R1:R2 + R1 + R0]
+        self.w_lex_ = w[R2 + R1 + R0:].reshape(-1, len(g.preterminals))
+
+    # -- training ------------------------------------------------------------------
+
+    def _most_violated(self, i, data, feats, w_chain):
+        """Loss-augmented inference for sentence i (eq. 3)."""
+        gold = data["gold"][i]
+        lex = np.asarray(feats[i] @ self.w_lex_)
+        const = 1.0 - float((data["psi"][i] @ self.coef_)[0])
+        res = self.compiled_.decode(lex, self.w_binary_, w_chain, self.w_root_, loss=self.loss,
+                                    gold=gold, const=const)
+        if res is None or res["value"] <= 0:
+            return i, 0.0, None, 0.0
+        dec = {"binary": res["binary_rules"], "unary": res["unary_rules"],
+               "root": res["root"], "pos": res["pos"]}
+        return i, res["value"], self._psi(dec, feats[i]), res["delta"]
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Train on sentences ``X`` and their trees ``y``.
+
+        Parameters
+        ----------
+        X : list of token sequences (words or (word, tag) pairs)
+        y : list of Tree
+            Gold trees; preprocessed (function tags, empty elements and X
+            over X unaries removed), binarized, and read into a grammar.
+
+        Returns
+        -------
+        self
+        """
+        tic = time.perf_counter()
+        data = self._prepare(X, y)
+        templates = list(self.lexical_features or LEXICAL_FEATURES)
+        if self.tagged_ and self.lexical_features is None:
+            templates.append("pos")
+        self.vectorizer_ = SequenceVectorizer(templates)
+        feats = self.vectorizer_.fit_transform(data["tokens"])
+        g = self.compiled_
+        n = len(feats)
+        self.n_word_features_ = feats[0].shape[1]
+        self.n_weights_ = (len(g.binary) + len(g.unary) + len(g.roots)
+                           + self.n_word_features_ * len(g.preterminals))
+        self.coef_ = np.zeros(self.n_weights_)
+        self._set_views()
+        data["psi"] = [self._psi(dec, f) for dec, f in zip(data["gold"], feats)]
+        qp = WorkingSetQP(self.n_weights_, self.C / n)
+        self.history_ = []
+        self.converged_ = False
+        parallel = Parallel(n_jobs=self.n_jobs, prefer="threads")
+        for it in range(1, self.max_iter + 1):
+            w_chain = g.chain_weights(self.w_unary_)
+            found = parallel(delayed(self._most_violated)(i, data, feats, w_chain)
+                             for i in range(n))
+            xi = np.zeros(n)
+            ws = qp.slacks()
+            xi[:len(ws)] = ws
+            values = np.array([v for _, v, _, _ in found])
+            primal = 0.5 * float(self.coef_ @ self.coef_) + self.C / n * values.sum()
+            new = [(i, psi, d) for (i, v, psi, d) in found if psi is not None and v > xi[i] + self.tol]
+            if new:
+                rows = sp.vstack([d * (data["psi"][i] - psi) for i, psi, d in new], format="csr")
+                qp.add(rows, [d for _, _, d in new], [i for i, _, _ in new])
+                qp.solve(tol=self.qp_tol)
+                qp.remove_idle(patience=20)
+                self.coef_ = qp.w()
+                self._set_views()
+            entry = {"iteration": it, "violated": len(new), "constraints": qp.n_constraints,
+                     "dual": qp.dual(), "primal": primal, "seconds": time.perf_counter() - tic}
+            self.history_.append(entry)
+            if self.verbose:
+                print(f"[F1MaxMarginParser] iter {it:3d}  violated {len(new):5d}  "
+                      f"working set {qp.n_constraints:6d}  dual {entry['dual']:.5g}  "
+                      f"primal<= {primal:.5g}  {entry['seconds']:.1f}s", flush=True)
+            if not new:
+                self.converged_ = True
+                break
+        self.n_iter_ = it
+        return self
