@@ -22,3 +22,16 @@ def require_data(*parts):
             pytest.fail(message + "; SKLSTRUCT_REQUIRE_DATA=1 forbids skipping")
         pytest.skip(message)
     return path
+
+
+@pytest.fixture(scope="session")
+def ptb_sample_raw():
+    """Every tree of the Penn Treebank sample as read (no preprocessing), read
+    once per session; skips (or fails under SKLSTRUCT_REQUIRE_DATA=1) when absent."""
+    from sklstruct.parsing import read_ptb
+
+    directory = require_data("treebank", "combined")
+    trees = []
+    for path in sorted(directory.glob("wsj_*.mrg")):
+        trees.extend(read_ptb(path))
+    return trees

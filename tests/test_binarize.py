@@ -5,7 +5,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import data_dir, require_data
+from conftest import data_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -191,11 +191,10 @@ def test_random_trees_roundtrip(t, factor, h, v):
 
 
 @pytest.fixture(scope="module")
-def sample():
+def sample(ptb_sample_raw):
     """The preprocessed sample, plain and with unary chains collapsed, with the
     identity (flat encoding) of every tree computed once."""
-    require_data("treebank", "combined")
-    raw = load_treebank(data_dir(), preprocess=False)
+    raw = ptb_sample_raw
     plain = [preprocess(t) for t in raw]
     collapsed = [preprocess(t, collapse_unary=True) for t in raw]
     return {

@@ -306,7 +306,7 @@ def _tree_pairs(draw):
     return gold, pred
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(_tree_pairs())
 def test_agrees_with_evalb_transliteration(pair):
     gold, pred = pair

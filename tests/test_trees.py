@@ -49,14 +49,10 @@ PIERRE = """
 """
 
 
-@pytest.fixture(scope="module")
-def sample():
-    """The whole Penn Treebank sample, raw (as read), read once for the module."""
-    directory = require_data("treebank", "combined")
-    trees = []
-    for path in sorted(directory.glob("wsj_*.mrg")):
-        trees.extend(read_ptb(path))
-    return trees
+@pytest.fixture
+def sample(ptb_sample_raw):
+    """The whole Penn Treebank sample, raw (as read; see conftest)."""
+    return ptb_sample_raw
 
 
 # ---------------------------------------------------------------------------
@@ -97,6 +93,8 @@ def test_equality_hash_copy():
     # same words and labels, different shape
     assert Tree.fromstring("(S (A (B x) (C y)) (D z))") != Tree.fromstring("(S (A (B x)) (C y) (D z))")
     assert a != "(S ...)"
+    empty = Tree("X")
+    assert empty and len(empty) == 0 and empty.children == []
 
 
 def test_pickle_roundtrip():
@@ -106,7 +104,7 @@ def test_pickle_roundtrip():
 
 
 def test_very_deep_tree_is_safe():
-    depth = 20000  # far beyond Python's recursion limit
+    depth = 5000  # far beyond Python's recursion limit
     text = "(X " * depth + "(NN w)" + ")" * depth
     t = Tree.fromstring(text)
     assert t.height() == depth + 1

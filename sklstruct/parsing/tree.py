@@ -149,7 +149,12 @@ class Tree:
         return out
 
     def __len__(self):
+        """Number of children."""
         return len(self.children)
+
+    def __bool__(self):
+        # a tree is always true, even without children (len 0)
+        return True
 
     def height(self):
         """Number of nodes on the longest path from this node to a word."""
