@@ -23,19 +23,19 @@ cdef struct KBestScratch:
     double* delta            # (nodes) Viterbi prefix scores, rank 0
     int* back                # (nodes) Viterbi back-pointers (labels)
     int* cnt                 # (nodes) ranks found so far
-    int* heap_of             # (nodes) heap of the node, -1 none yet, -2 exhausted
+    int* set_of              # (nodes) candidate set of the node, -1 none yet, -2 exhausted
     int* stack               # (T + 1) the nodes of one descent
     double* rscore           # (nodes * K) ranks r >= 1: score,
     int* rlabel              # predecessor label
     int* rrank               # and predecessor rank
-    double* hkey             # (max_heaps * cap) candidate heaps: score,
-    int* hlabel              # predecessor label
-    int* hrank               # and predecessor rank
-    int* hsize               # (max_heaps)
+    double* ckey             # (max_sets * cap) candidate sets: score,
+    int* clabel              # predecessor label
+    int* crank               # and predecessor rank
+    int* csize               # (max_sets)
     Py_ssize_t K
     Py_ssize_t cap
-    Py_ssize_t max_heaps
-    Py_ssize_t n_heaps
+    Py_ssize_t max_sets
+    Py_ssize_t n_sets
 
 cdef int kbest_alloc(KBestScratch* s, Py_ssize_t max_T, Py_ssize_t L,
                      Py_ssize_t K) noexcept nogil

@@ -105,14 +105,16 @@ cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P
 # Viterbi prefix (delta, back).  Ranks r >= 1 of a node are found only when
 # asked for, by the recursive enumeration algorithm of Jimenez & Marzal
 # (2003, "Computing the K shortest paths: a new algorithm and an experimental
-# comparison"): node v keeps a heap of candidate prefixes (y', j), "rank j of
+# comparison"): node v keeps a set of candidate prefixes (y', j), "rank j of
 # (t-1, y') followed by y", holding at first every predecessor's rank 0 except
 # the one of v's own rank 0; the next rank of v is the best candidate; after
 # taking (y', j) the candidate (y', j + 1) enters, which needs rank j + 1 of
-# (t-1, y') and so on down, one node per position.  Each new sequence at the
-# end node costs O(T log(L + K)) plus O(L) for every node whose heap is
-# started; at most T heaps per sequence, so O(T L^2 + K T (L + log(L + K)))
-# in all instead of the O(T L (L + K^2)) of k-best lists at every node.
+# (t-1, y') and so on down, one node per position.  A set holds at most one
+# candidate per predecessor label, so at most L, and a linear scan finds the
+# best: most sets give only one or two ranks, so building a priority queue
+# would cost more than it saves.  Each new sequence at the end node costs
+# O(T L), with at most one new set per position, so O(T L^2 + K T L) in all
+# instead of the O(T L (L + K^2)) of k-best lists at every node.
 
 
 cdef int kbest_alloc(KBestScratch* s, Py_ssize_t max_T, Py_ssize_t L,
@@ -121,75 +123,35 @@ cdef int kbest_alloc(KBestScratch* s, Py_ssize_t max_T, Py_ssize_t L,
     and up to K sequences; -1 when out of memory (free with kbest_free)."""
     cdef Py_ssize_t n_nodes = max(max_T, 1) * L + 1
     s.K = max(K, 1)
-    s.cap = L + s.K
-    # a new sequence at the end node starts at most one heap per position
-    s.max_heaps = min((s.K - 1) * (max(max_T, 1) + 1), n_nodes)
+    s.cap = L
+    # a new sequence at the end node starts at most one set per position
+    s.max_sets = max(min((s.K - 1) * (max(max_T, 1) + 1), n_nodes), 1)
     s.delta = <double*>malloc(n_nodes * sizeof(double))
     s.back = <int*>malloc(n_nodes * sizeof(int))
     s.cnt = <int*>malloc(n_nodes * sizeof(int))
-    s.heap_of = <int*>malloc(n_nodes * sizeof(int))
+    s.set_of = <int*>malloc(n_nodes * sizeof(int))
     s.stack = <int*>malloc((max(max_T, 1) + 1) * sizeof(int))
     s.rscore = <double*>malloc(n_nodes * s.K * sizeof(double))
     s.rlabel = <int*>malloc(n_nodes * s.K * sizeof(int))
     s.rrank = <int*>malloc(n_nodes * s.K * sizeof(int))
-    s.hkey = <double*>malloc(max(s.max_heaps, 1) * s.cap * sizeof(double))
-    s.hlabel = <int*>malloc(max(s.max_heaps, 1) * s.cap * sizeof(int))
-    s.hrank = <int*>malloc(max(s.max_heaps, 1) * s.cap * sizeof(int))
-    s.hsize = <int*>malloc(max(s.max_heaps, 1) * sizeof(int))
-    if (s.delta == NULL or s.back == NULL or s.cnt == NULL or s.heap_of == NULL
+    s.ckey = <double*>malloc(s.max_sets * s.cap * sizeof(double))
+    s.clabel = <int*>malloc(s.max_sets * s.cap * sizeof(int))
+    s.crank = <int*>malloc(s.max_sets * s.cap * sizeof(int))
+    s.csize = <int*>malloc(s.max_sets * sizeof(int))
+    if (s.delta == NULL or s.back == NULL or s.cnt == NULL or s.set_of == NULL
             or s.stack == NULL or s.rscore == NULL or s.rlabel == NULL or s.rrank == NULL
-            or s.hkey == NULL or s.hlabel == NULL or s.hrank == NULL or s.hsize == NULL):
+            or s.ckey == NULL or s.clabel == NULL or s.crank == NULL or s.csize == NULL):
         return -1
     return 0
 
 
 cdef void kbest_free(KBestScratch* s) noexcept nogil:
-    free(s.delta); free(s.back); free(s.cnt); free(s.heap_of); free(s.stack)
+    free(s.delta); free(s.back); free(s.cnt); free(s.set_of); free(s.stack)
     free(s.rscore); free(s.rlabel); free(s.rrank)
-    free(s.hkey); free(s.hlabel); free(s.hrank); free(s.hsize)
-    s.delta = NULL; s.back = NULL; s.cnt = NULL; s.heap_of = NULL; s.stack = NULL
+    free(s.ckey); free(s.clabel); free(s.crank); free(s.csize)
+    s.delta = NULL; s.back = NULL; s.cnt = NULL; s.set_of = NULL; s.stack = NULL
     s.rscore = NULL; s.rlabel = NULL; s.rrank = NULL
-    s.hkey = NULL; s.hlabel = NULL; s.hrank = NULL; s.hsize = NULL
-
-
-cdef inline bint _before(const double* key, const int* lab, Py_ssize_t a,
-                         Py_ssize_t b) noexcept nogil:
-    """Candidate a comes before b: higher score, ties to the lower predecessor
-    label (a heap never holds two candidates with the same label)."""
-    return key[a] > key[b] or (key[a] == key[b] and lab[a] < lab[b])
-
-
-cdef inline void _swap(double* key, int* lab, int* rk, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
-    cdef double k = key[a]
-    cdef int i = lab[a]
-    key[a] = key[b]; key[b] = k
-    lab[a] = lab[b]; lab[b] = i
-    i = rk[a]; rk[a] = rk[b]; rk[b] = i
-
-
-cdef inline void _sift_down(double* key, int* lab, int* rk, Py_ssize_t n,
-                            Py_ssize_t i) noexcept nogil:
-    cdef Py_ssize_t c
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            return
-        if c + 1 < n and _before(key, lab, c + 1, c):
-            c += 1
-        if not _before(key, lab, c, i):
-            return
-        _swap(key, lab, rk, i, c)
-        i = c
-
-
-cdef inline void _sift_up(double* key, int* lab, int* rk, Py_ssize_t i) noexcept nogil:
-    cdef Py_ssize_t p
-    while i > 0:
-        p = (i - 1) // 2
-        if not _before(key, lab, i, p):
-            return
-        _swap(key, lab, rk, i, p)
-        i = p
+    s.ckey = NULL; s.clabel = NULL; s.crank = NULL; s.csize = NULL
 
 
 cdef inline double _rank_score(KBestScratch* s, Py_ssize_t v, Py_ssize_t r) noexcept nogil:
@@ -202,27 +164,25 @@ cdef inline double _trans(const double* P, Py_ssize_t L, Py_ssize_t yp, Py_ssize
     return P[(L + 1) * L + yp] if at_end else P[yp * L + y]
 
 
-cdef void _start_heap(KBestScratch* s, const double* P, Py_ssize_t L, Py_ssize_t t,
-                      Py_ssize_t y, Py_ssize_t v, bint at_end) noexcept nogil:
-    """Heap of node v (label y at position t >= 1, or the end node): rank 0 of
-    every predecessor except the one v's own rank 0 came from."""
-    cdef Py_ssize_t h = s.n_heaps, yp, n = 0, i
+cdef void _start_set(KBestScratch* s, const double* P, Py_ssize_t L, Py_ssize_t t,
+                     Py_ssize_t y, Py_ssize_t v, bint at_end) noexcept nogil:
+    """Candidate set of node v (label y at position t >= 1, or the end node):
+    rank 0 of every predecessor except the one v's own rank 0 came from."""
+    cdef Py_ssize_t c = s.n_sets, yp, n = 0
     cdef Py_ssize_t used = s.rlabel[v * s.K] if at_end else s.back[v]
-    cdef double* key = s.hkey + h * s.cap
-    cdef int* lab = s.hlabel + h * s.cap
-    cdef int* rk = s.hrank + h * s.cap
+    cdef double* key = s.ckey + c * s.cap
+    cdef int* lab = s.clabel + c * s.cap
+    cdef int* rk = s.crank + c * s.cap
     cdef const double* prev = s.delta + (t - 1) * L
-    s.n_heaps += 1
-    s.heap_of[v] = <int>h
+    s.n_sets += 1
+    s.set_of[v] = <int>c
     for yp in range(L):
         if yp != used:
             key[n] = prev[yp] + _trans(P, L, yp, y, at_end)
             lab[n] = <int>yp
             rk[n] = 0
             n += 1
-    for i in range(n // 2 - 1, -1, -1):
-        _sift_down(key, lab, rk, n, i)
-    s.hsize[h] = <int>n
+    s.csize[c] = <int>n
 
 
 cdef inline Py_ssize_t _last_pred(KBestScratch* s, Py_ssize_t v, Py_ssize_t end, Py_ssize_t L,
@@ -244,7 +204,7 @@ cdef bint _next_rank(KBestScratch* s, const double* E, Py_ssize_t T, Py_ssize_t 
     """Find the next rank of the end node (iterative form of the recursion:
     first walk down while the successor candidate is still unknown, then find
     the new ranks bottom up).  False when no further sequence exists."""
-    cdef Py_ssize_t K = s.K, end = T * L, depth = 0, d, v, u, t, y, r, j, yp, h, n
+    cdef Py_ssize_t K = s.K, end = T * L, depth = 0, d, v, u, t, y, r, j, yp, c, n, i, best
     cdef double* key
     cdef int* lab
     cdef int* rk
@@ -253,55 +213,57 @@ cdef bint _next_rank(KBestScratch* s, const double* E, Py_ssize_t T, Py_ssize_t 
     while True:
         s.stack[depth] = <int>v
         depth += 1
-        if s.heap_of[v] == -2 or v < L:
+        if s.set_of[v] == -2 or v < L:
             break
         u = _last_pred(s, v, end, L, &yp, &j)
-        if j + 1 < s.cnt[u] or s.heap_of[u] == -2:
+        if j + 1 < s.cnt[u] or s.set_of[u] == -2:
             break
         v = u
     for d in range(depth - 1, -1, -1):
         v = s.stack[d]
-        if s.heap_of[v] == -2:
+        if s.set_of[v] == -2:
             continue
         if v < L:  # position 0: a prefix of one label has no alternative
-            s.heap_of[v] = -2
+            s.set_of[v] = -2
             continue
         at_end = v == end
         t = v // L
         y = v - t * L
         r = s.cnt[v]
-        if s.heap_of[v] == -1:
-            _start_heap(s, P, L, t, y, v, at_end)
-        h = s.heap_of[v]
-        key = s.hkey + h * s.cap
-        lab = s.hlabel + h * s.cap
-        rk = s.hrank + h * s.cap
-        n = s.hsize[h]
+        if s.set_of[v] == -1:
+            _start_set(s, P, L, t, y, v, at_end)
+        c = s.set_of[v]
+        key = s.ckey + c * s.cap
+        lab = s.clabel + c * s.cap
+        rk = s.crank + c * s.cap
+        n = s.csize[c]
         # the successor of the candidate taken last
         u = _last_pred(s, v, end, L, &yp, &j)
         if j + 1 < s.cnt[u]:
             key[n] = _rank_score(s, u, j + 1) + _trans(P, L, yp, y, at_end)
             lab[n] = <int>yp
             rk[n] = <int>(j + 1)
-            _sift_up(key, lab, rk, n)
             n += 1
         if n == 0:
-            s.hsize[h] = 0
-            s.heap_of[v] = -2
+            s.csize[c] = 0
+            s.set_of[v] = -2
             continue
-        # take the best candidate as rank r of v
-        s.rscore[v * K + r] = key[0] if at_end else key[0] + E[v]
-        s.rlabel[v * K + r] = lab[0]
-        s.rrank[v * K + r] = rk[0]
+        # the best candidate, ties to the lower predecessor label (labels are
+        # distinct within a set), becomes rank r of v
+        best = 0
+        for i in range(1, n):
+            if key[i] > key[best] or (key[i] == key[best] and lab[i] < lab[best]):
+                best = i
+        s.rscore[v * K + r] = key[best] if at_end else key[best] + E[v]
+        s.rlabel[v * K + r] = lab[best]
+        s.rrank[v * K + r] = rk[best]
         s.cnt[v] = <int>(r + 1)
         n -= 1
-        if n > 0:
-            key[0] = key[n]
-            lab[0] = lab[n]
-            rk[0] = rk[n]
-            _sift_down(key, lab, rk, n, 0)
-        s.hsize[h] = <int>n
-    return s.heap_of[end] != -2
+        key[best] = key[n]
+        lab[best] = lab[n]
+        rk[best] = rk[n]
+        s.csize[c] = <int>n
+    return s.set_of[end] != -2
 
 
 cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
@@ -323,8 +285,8 @@ cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double*
         return 1
     for v in range(end + 1):
         s.cnt[v] = 1
-        s.heap_of[v] = -1
-    s.n_heaps = 0
+        s.set_of[v] = -1
+    s.n_sets = 0
     s.rscore[end * s.K] = scores[0]
     s.rlabel[end * s.K] = paths[T - 1]
     s.rrank[end * s.K] = 0
@@ -456,7 +418,7 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
     Same parameters as :func:`viterbi_decode`, plus ``k >= 1``.  When fewer than
     ``k`` sequences exist (L**T < k) all of them are returned.  Exact: Viterbi,
     then the lazy best-first enumeration of Jimenez & Marzal (see
-    :c:func:`kbest`), O(T L^2 + k T (L + log(L + k))).  Sequences of equal score
+    :c:func:`kbest`), O(T L^2 + k T L).  Sequences of equal score
     come in increasing lexicographic order of the reversed sequence (lower last
     label first), as the first one comes from :func:`viterbi_decode`.
 
