@@ -364,6 +364,27 @@ def test_load_treebank_all_files_in_numeric_order(tmp_path):
     assert trees == load_treebank(tmp_path, files=[2, 10])
 
 
+def test_load_treebank_default_location(monkeypatch, tmp_path):
+    import sklstruct.parsing.tree as tree_module
+
+    require_data("treebank", "combined")
+    data = data_dir()
+    expected = load_treebank(data, files=[1])
+    monkeypatch.setenv("SKLSTRUCT_DATA", str(data))
+    assert load_treebank(files=[1]) == expected
+    monkeypatch.delenv("SKLSTRUCT_DATA")
+    checkout = tmp_path / "checkout" / "sklstruct" / "parsing"
+    checkout.mkdir(parents=True)
+    monkeypatch.setattr(tree_module, "__file__", str(checkout / "tree.py"))
+    with pytest.raises(FileNotFoundError, match="SKLSTRUCT_DATA .*treebank/combined"):
+        load_treebank(files=[1])
+    (tmp_path / "shared" / "data" / "treebank").mkdir(parents=True)
+    (tmp_path / "shared" / "data" / "treebank" / "combined").symlink_to(
+        data / "treebank" / "combined"
+    )
+    assert load_treebank(files=[1]) == expected
+
+
 def test_load_treebank_missing_directory(tmp_path):
     with pytest.raises(FileNotFoundError, match="treebank/combined"):
         load_treebank(tmp_path)

@@ -30,9 +30,9 @@ introduced by ``"^"`` (:func:`base_label` removes it).  So that
 contain these characters are escaped with a backslash: ``\\`` and ``^`` inside
 a label and ``@`` at its start (``A^B`` is written ``A\\^B``); inside
 artificial labels the characters ``\\ ^ | < > -`` of the component labels are
-escaped, so that different contexts never share a label (``-LRB-`` appears as
-``\\-LRB\\-``).  Penn Treebank labels other than those with ``-`` or ``|``
-(``-LRB-``, ``ADVP|PRT``) inside artificial labels are never changed.
+escaped, so that different contexts never share a label.  No Penn Treebank
+label needs escaping outside artificial labels; inside them only those with
+``-`` or ``|`` show escapes (``-LRB-`` appears as ``\\-LRB\\-``).
 
 The loss-augmented inference of paper 002 (eqs. 8-9) counts true and false
 positives on the unbinarized tree by ignoring artificial nodes and comparing

@@ -12,8 +12,9 @@ elements"):
   ``NP``, ``NP=2`` -> ``NP``), removes ``-NONE-`` elements and the
   constituents left empty, and optionally collapses unary chains of phrasal
   nodes into one node (``S+VP``); :func:`expand_unary` undoes the collapse.
-* :func:`load_treebank` reads the Penn Treebank sample shipped beside the
-  project (``$SKLSTRUCT_DATA/treebank/combined/wsj_*.mrg``).
+* :func:`load_treebank` reads the Penn Treebank sample kept beside the
+  project (``$SKLSTRUCT_DATA/treebank/combined/wsj_*.mrg``; it is not
+  shipped with the package).
 
 Reading is a single regular-expression tokenization followed by an iterative
 stack parse, so deep trees cannot hit Python's recursion limit; every other
@@ -50,7 +51,7 @@ class Tree:
     ----------
     label : str
         Constituent label (``"NP"``) or part-of-speech tag (``"DT"``).
-    children : iterable of (Tree or str), default=()
+    children : iterable of (Tree or str), default=None
         The children, left to right.  A ``str`` child is a word.  A
         *preterminal* is a node with exactly one ``str`` child; the readers of
         this module guarantee that every word sits under a preterminal.
@@ -605,7 +606,8 @@ def load_treebank(data_home=None, files=None, *, preprocess=True, collapse_unary
     data_home : str or path-like, default=None
         Directory holding ``treebank/combined``; default: the ``SKLSTRUCT_DATA``
         environment variable (the same lookup as
-        :func:`sklstruct.datasets.load_conll2000`).
+        :func:`sklstruct.datasets.load_conll2000`), else ``../shared/data``
+        beside a development checkout of sklstruct when it holds the sample.
     files : iterable of int or str, default=None
         Which files: file numbers (``1`` for ``wsj_0001.mrg``) or file names.
         ``None`` reads every ``wsj_*.mrg`` in numeric order.
@@ -626,7 +628,21 @@ def load_treebank(data_home=None, files=None, *, preprocess=True, collapse_unary
     """
     from ..datasets import _get_data_home
 
-    directory = os.path.join(_get_data_home(data_home), "treebank", "combined")
+    if data_home is None and not os.environ.get("SKLSTRUCT_DATA"):
+        # a development checkout keeps the corpora in ../shared/data
+        beside = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir,
+                              "shared", "data")
+        if os.path.isdir(os.path.join(beside, "treebank", "combined")):
+            data_home = os.path.normpath(beside)
+    try:
+        data_home = _get_data_home(data_home)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            "No data directory given: pass data_home=... or set the SKLSTRUCT_DATA "
+            "environment variable to a directory containing treebank/combined/wsj_*.mrg "
+            "(sklstruct does not ship or download this corpus)."
+        ) from None
+    directory = os.path.join(data_home, "treebank", "combined")
     if not os.path.isdir(directory):
         raise FileNotFoundError(
             f"Penn Treebank sample not found: {directory!r}. Set data_home or the "
