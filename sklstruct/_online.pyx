@@ -205,11 +205,21 @@ cdef void table_clear(KeyTable* h) noexcept nogil:
     h.n_used = 0
 
 
+cdef double table_sqnorm(KeyTable* h) noexcept nogil:
+    """||dF(held)||^2 from the held values (repeated keys already summed)."""
+    cdef Py_ssize_t i
+    cdef double s = 0.0, v
+    for i in range(h.n_used):
+        v = h.vals[h.used[i]]
+        s += v * v
+    return s
+
+
 cdef double diff_sqnorm(KeyTable* h, Diff* d) noexcept nogil:
     """||dF||^2, exactly (repeated features and positions summed first)."""
     cdef double s
     table_load(h, d)
-    s = table_dot(h, d)
+    s = table_sqnorm(h)
     table_clear(h)
     return s
 
@@ -498,7 +508,8 @@ cdef long long _mira_example(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int
         ws.G[a] = 0.0
     for a in range(1, m):
         table_load(&ws.table, &ws.diffs[a])
-        for b in range(a, m):
+        ws.G[a * m + a] = table_sqnorm(&ws.table)
+        for b in range(a + 1, m):
             ws.G[a * m + b] = table_dot(&ws.table, &ws.diffs[b])
             ws.G[b * m + a] = ws.G[a * m + b]
         table_clear(&ws.table)
