@@ -2,6 +2,9 @@
 # the stacked corpus and weights, exact joint-feature differences dF, the
 # sparse weight updates with lazy averaging, and the k-best candidate decoder.
 
+from sklstruct._viterbi cimport KBestScratch
+
+
 cdef struct Corpus:
     const long long* indptr
     const int* indices
@@ -53,9 +56,6 @@ cdef void table_clear(KeyTable* h) noexcept nogil
 cdef double diff_sqnorm(KeyTable* h, Diff* d) noexcept nogil
 cdef void apply_diff(Diff* d, Weights* w, double step, double n_seen) noexcept nogil
 cdef double cost_of(const int* gold, const int* path, Py_ssize_t T, int cost) noexcept nogil
-
-
-from sklstruct._viterbi cimport KBestScratch
 
 
 cdef class _Workspace:
