@@ -129,7 +129,7 @@ cdef inline int add_candidate(Buffer* cand, double score, Py_ssize_t left, Py_ss
 
 
 cdef struct Scratch:
-    int32_t* grid       # best candidate per (tp, fp)
+    int32_t* grid       # best candidate per (tp, fp); malloc'ed, grown on demand
     double* best_ge     # per fp: best score over the rows done with fp' >= fp
     Py_ssize_t n_grid
     Py_ssize_t n_fp
@@ -145,6 +145,7 @@ cdef int flush_cell(Buffer* cand, Buffer* pool, int32_t* off, int32_t* cnt,
     """
     cdef Py_ssize_t a, k, t, f, tmax = 0, fmax = 0, stride, best
     cdef double run, v
+    cdef int32_t* grown
     off[0] = <int32_t> pool.size
     cnt[0] = 0
     if cand.size == 0:
@@ -165,8 +166,14 @@ cdef int flush_cell(Buffer* cand, Buffer* pool, int32_t* off, int32_t* cnt,
         if cand.data[a].fp > fmax:
             fmax = cand.data[a].fp
     stride = fmax + 1
-    if (tmax + 1) * stride > sc.n_grid or stride > sc.n_fp:
+    if stride > sc.n_fp:
         return -1
+    if (tmax + 1) * stride > sc.n_grid:
+        grown = <int32_t*> realloc(sc.grid, (tmax + 1) * stride * sizeof(int32_t))
+        if grown == NULL:
+            return -1
+        sc.grid = grown
+        sc.n_grid = (tmax + 1) * stride
     for k in range((tmax + 1) * stride):
         sc.grid[k] = -1
     for a in range(cand.size):
@@ -462,14 +469,15 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
     cand.cap = 0
     # tp and fp never exceed the number of nodes of a tree
     cdef Py_ssize_t max_nodes = (2 * n - 1) * (chain_max_len(chain_node_start) + 1) + n + 1
+    if loss_kind != K_NONE and max_nodes > 32767:
+        raise ValueError(f"a sentence of {n} tokens can have {max_nodes} nodes; the (tp, fp) "
+                         "counts of loss-augmented CKY are limited to 32767")
     cdef Scratch scratch
     scratch.n_fp = max_nodes + 1
-    scratch.n_grid = scratch.n_fp * scratch.n_fp if loss_kind != K_NONE else 0
-    grid_a = np.empty(max(scratch.n_grid, 1), dtype=np.int32)
+    scratch.n_grid = 0
+    scratch.grid = NULL
     best_a = np.empty(scratch.n_fp, dtype=np.float64)
-    cdef int32_t[::1] grid_v = grid_a
     cdef double[::1] best_v = best_a
-    scratch.grid = &grid_v[0]
     scratch.best_ge = &best_v[0]
     cdef int status
     cdef const int32_t* p_binary = &binary[0, 0] if R2 else &dummy_int
@@ -493,6 +501,7 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
     finally:
         free(pool.data)
         free(cand.data)
+        free(scratch.grid)
 
 
 cdef Py_ssize_t chain_max_len(int32_t[::1] chain_node_start):

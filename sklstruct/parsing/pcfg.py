@@ -104,17 +104,15 @@ class PCFGParser(BaseParser):
 
     def _lexical_scores(self, tokens_list):
         unseen = len(self.lexicon_)
+        log_pen = np.log(self.tag_penalty)
         out = []
         for tokens in tokens_list:
             words = [t[0] for t in tokens] if self.tagged_ else tokens
             rows = [self.lexicon_.get(self._word_class(w), unseen) for w in words]
-            lex = self.log_emission_[rows].copy()
+            lex = self.log_emission_[rows]
             if self.tagged_:
-                for i, (_, tag) in enumerate(tokens):
-                    k = self.tag_index_.get(tag)
-                    if k is not None:
-                        penalty = np.full(lex.shape[1], np.log(self.tag_penalty))
-                        penalty[k] = 0.0
-                        lex[i] += penalty
+                given = np.array([self.tag_index_.get(t[1], -1) for t in tokens])
+                other = np.arange(lex.shape[1])[None, :] != given[:, None]
+                lex = lex + log_pen * (other & (given[:, None] >= 0))
             out.append(lex)
         return out
