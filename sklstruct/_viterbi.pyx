@@ -53,36 +53,23 @@ cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P
                     double* delta, int* back, int* path) noexcept nogil:
     """Best sequence into ``path``; returns its score.  delta, back: T*L scratch."""
     cdef Py_ssize_t t, y, yp
-    cdef double best, s, dp
+    cdef double best, s
     cdef int arg
     cdef const double* start = P + L * L
     cdef const double* end = P + (L + 1) * L
-    cdef const double* row
-    cdef double* cur
-    cdef int* bk
     for y in range(L):
         delta[y] = start[y] + E[y]
     for t in range(1, T):
-        # best predecessor of every label at once: predecessors in the outer
-        # loop, so the inner loop runs over contiguous rows of P (and
-        # vectorizes); strict > keeps the lowest predecessor label on ties
-        cur = delta + t * L
-        bk = back + t * L
-        dp = delta[(t - 1) * L]
         for y in range(L):
-            cur[y] = dp + P[y]
-            bk[y] = 0
-        for yp in range(1, L):
-            dp = delta[(t - 1) * L + yp]
-            row = P + yp * L
-            for y in range(L):
-                s = dp + row[y]
-                best = cur[y]
-                arg = bk[y]
-                bk[y] = <int>yp if s > best else arg
-                cur[y] = s if s > best else best
-        for y in range(L):
-            cur[y] += E[t * L + y]
+            best = delta[(t - 1) * L] + P[y]
+            arg = 0
+            for yp in range(1, L):
+                s = delta[(t - 1) * L + yp] + P[yp * L + y]
+                if s > best:
+                    best = s
+                    arg = <int>yp
+            delta[t * L + y] = best + E[t * L + y]
+            back[t * L + y] = arg
     best = delta[(T - 1) * L] + end[0]
     arg = 0
     for y in range(1, L):
