@@ -312,6 +312,16 @@ class F1MaxMarginParser(BaseParser):
         Per iteration: ``iteration``, ``violated``, ``constraints``, ``dual``,
         ``primal`` (upper bound at the previous ``w``), ``seconds``.
     converged_ : bool
+
+    Notes
+    -----
+    Loss-augmented inference keeps, per span and symbol, every (tp, fp, score)
+    entry not dominated by another (see :mod:`sklstruct.parsing._cky`), so its
+    cost grows with how many count combinations compete: on the Penn Treebank
+    sample (300 training sentences, h=1, v=1) one inference with ``loss="f1"``
+    took about 0.01 / 0.1 / 0.4 s at 10 / 15 / 20 tokens, against about
+    0.01 s for plain CKY (``benchmarks/bench_parser.py``).  ``"zero_one"``
+    keeps at most two entries per cell and is nearly as fast as CKY.
     """
 
     _parameter_constraints = {
