@@ -17,8 +17,9 @@ it: a step moves dual mass between two sequences of one example and adds the
 matching multiple of dF to w (eq. 9).
 
 ``smo_example`` is the solver shared by every operation: the gradient of
-eq. 19 at the current w is g_y = w.dF(y) - L(y^n, y) (the alphas are already
-in w); it repeatedly takes the maximum violating pair of eq. 18, y' = argmin
+eq. 19 at the w of the visit's start is g_y = w.dF(y) - L(y^n, y) (the
+alphas of earlier visits are already in w; during the visit g is updated
+through the Gram matrix and w once, at the end); it repeatedly takes the maximum violating pair of eq. 18, y' = argmin
 g over S_n and y'' = argmax g over the sequences with lambda > kappa, stops
 when g(y'') - g(y') <= tau (eq. 17), and otherwise moves
 delta = min(lambda_{y''}, (g(y'') - g(y')) / ||dF(y') - dF(y'')||^2)
@@ -132,8 +133,8 @@ cdef class DualState:
     @property
     def n_support(self):
         """Number of pairs (n, y) with lambda_{n,y} > 0, gold sequences included
-        (they count once their example has been processed: the gold's lambda
-        only leaves C once the example has been visited)."""
+        (every gold counts from the start: its lambda is C before its example
+        is first visited)."""
         cdef Py_ssize_t n, j, count = 0
         for n in range(self.n_examples):
             for j in range(self.sets[n].m):
@@ -389,10 +390,15 @@ cdef void _column(_DualWork dw, WSet* s, Py_ssize_t j, Corpus* X, Py_ssize_t row
 cdef Py_ssize_t smo_example(DualState st, Py_ssize_t n, Corpus* X, Py_ssize_t row0,
                             Weights* w, _DualWork dw, double tol, double kappa,
                             Py_ssize_t max_steps, double n_seen, double* trace,
-                            Py_ssize_t* n_trace, Py_ssize_t trace_cap) noexcept nogil:
+                            Py_ssize_t* n_trace, Py_ssize_t trace_cap,
+                            bint support_only=False) noexcept nogil:
     """SMO on the working set of example n until its KKT conditions hold to
     ``tol`` (eqs. 17-20), then w += sum_y (lambda_y - lambda_y^old) dF(y)
-    (eq. 9).  Returns the number of steps, or -1 if memory ran out."""
+    (eq. 9).  With ``support_only`` only sequences whose lambda is already
+    > 0 may receive mass (kBV-Optimize of paper 000, section 4.3: "among
+    non-zero coefficients", so that it adds no support vector, as the proof
+    of Proposition 1 requires).  Returns the number of steps, or -1 if
+    memory ran out."""
     cdef WSet* s = &st.sets[n]
     cdef Py_ssize_t i, j, up, down, steps = 0, m = s.m, T = s.T
     cdef double delta, q, gap, d
@@ -406,14 +412,14 @@ cdef Py_ssize_t smo_example(DualState st, Py_ssize_t n, Corpus* X, Py_ssize_t ro
         # gradient of eq. 19 at the current w: w.dF(y) - L(y^n, y)
         dw.grad[j] = (margin(X, row0, T, s.seqs, s.seqs + j * T, w) - s.cost[j]) if j else 0.0
     while steps < max_steps:
-        up = 0
+        up = -1
         down = -1
         for i in range(m):
-            if dw.grad[i] < dw.grad[up]:
+            if (not support_only or lam[i] > 0.0) and (up < 0 or dw.grad[i] < dw.grad[up]):
                 up = i
             if lam[i] > kappa and (down < 0 or dw.grad[i] > dw.grad[down]):
                 down = i
-        if down < 0:
+        if down < 0 or up < 0:
             break
         gap = dw.grad[down] - dw.grad[up]
         if gap <= tol:
@@ -445,10 +451,12 @@ cdef int add_candidates(DualState st, Py_ssize_t n, _Workspace ws, Corpus* X, Py
                         bint* mistake) noexcept nogil:
     """S_n <- S_n + B^k_w (the k loss-augmented best sequences, eq. 12), each
     new sequence with lambda = 0.  With ``max_size`` > 0 a full set makes room
-    by dropping its oldest sequence whose lambda is 0; when there is none the
-    remaining candidates are not added.  Returns -1 if memory ran out."""
+    by dropping its oldest sequence whose lambda is 0 among those held before
+    this call (a candidate of this call never evicts a better one of the same
+    call); when there is none the remaining candidates are not added.
+    Returns -1 if memory ran out."""
     cdef WSet* s = &st.sets[n]
-    cdef Py_ssize_t c, j, n_cand, T = s.T
+    cdef Py_ssize_t c, j, n_cand, T = s.T, n_old = s.m
     cdef int* path
     cdef bint found
     n_cand = decode_candidates(ws, X, row0, T, s.seqs, w, k, True, cost)
@@ -463,9 +471,10 @@ cdef int add_candidates(DualState st, Py_ssize_t n, _Workspace ws, Corpus* X, Py
         if found:
             continue
         if max_size > 0 and s.m >= max_size:
-            for j in range(1, s.m):
+            for j in range(1, n_old):
                 if s.lam[j] == 0.0:
                     _remove(s, j)
+                    n_old -= 1
                     break
             if s.m >= max_size:
                 break
@@ -584,9 +593,11 @@ def dual_epoch(DualState st, const long long[::1] indptr, const int[::1] indices
                                                  max_size, &mistake) < 0:
                         failed = True
                         break
+                    # kBV-ProcessOld (o == 0) may give mass to its new sequences;
+                    # kBV-Optimize (o > 0) only moves it among the non-zero ones
                     steps = smo_example(st, p, &X, offsets[p], &w, dw, tol, kappa,
                                         max_smo_steps, <double>n_seen, trace_ptr, &n_trace,
-                                        trace_cap)
+                                        trace_cap, o > 0)
                     if steps < 0:
                         failed = True
                         break

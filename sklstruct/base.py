@@ -414,8 +414,16 @@ class BaseDualTagger(BaseLinearChainLearner):
             if self._dual.C != float(self.C):
                 raise ValueError(f"cannot change C from {self._dual.C} to {self.C} when "
                                  "continuing training (the dual variables sum to C); refit")
+            if self._dual_cost != self.cost:
+                raise ValueError(f"cannot change cost from {self._dual_cost!r} to "
+                                 f"{self.cost!r} when continuing training (the working sets "
+                                 "hold the costs of the old one); refit")
             return
+        if self.kappa >= self.C:
+            raise ValueError(f"kappa={self.kappa} must be smaller than C={self.C}: no dual "
+                             "variable could exceed kappa, so SMO would never take a step")
         self._dual = DualState(corpus.offsets, codes, float(self.C))
+        self._dual_cost = self.cost
         self._train_labels = codes
         self._train_lengths = corpus.lengths
 

@@ -11,7 +11,9 @@ class KBestMIRATagger(BaseOnlineTagger):
     """k-best MIRA for a linear chain.
 
     For each sentence, find its ``k`` loss-augmented best sequences (paper
-    000, eq. 12) and solve the MIRA problem over all of them at once::
+    000, eq. 12) and solve the MIRA problem over all of them at once (the
+    k-best MIRA problem (13)-(16) of section 4.1, whose text is garbled in the
+    extraction; this is the standard form of Crammer et al. it cites)::
 
         min_w 1/2 ||w - w_n||^2 + C xi
         s.t.  w . dF(y) >= L(y^n, y) - xi   for the k sequences,  xi >= 0.

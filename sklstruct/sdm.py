@@ -29,7 +29,9 @@ class SDMTagger(BaseDualTagger):
     tol : float, default=1e-6
         KKT tolerance tau of eq. 17.
     kappa : float, default=0.0
-        A sequence can give up dual mass only if its lambda exceeds kappa.
+        A sequence can give up dual mass only if its lambda exceeds kappa
+        (the kappa-tau approximate KKT conditions of section 4.3, eqs. 17-18,
+        as in LaRank); must be smaller than ``C``.
     max_smo_iter : int, default=1000
         Cap on SMO steps per visit.
     max_working_set : int or None, default=None

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.optimize import minimize
+from sklearn.base import clone
 
 from sklstruct import KBestMIRATagger, PassiveAggressiveTagger, SequenceVectorizer
 from sklstruct._online import solve_mira_dual
@@ -143,10 +144,9 @@ def test_mira_solver_matches_scipy(seed):
                    options={"ftol": 1e-14, "maxiter": 1000})
     assert dual_objective(alpha, G, ell) <= res.fun + 1e-7
     assert dual_objective(alpha, G, ell) == pytest.approx(res.fun, abs=1e-6)
-    # the resulting weight change satisfies the MIRA constraints where slack allows
-    w = alpha[1:] @ D
-    xi = max(0.0, np.max(ell[1:] - D @ w)) if k else 0.0
-    assert np.all(D @ w >= ell[1:] - xi - 1e-6)
+    # the primal is strictly convex in w, so the weight change is unique: ours
+    # must be the independent solver's
+    np.testing.assert_allclose(alpha[1:] @ D, res.x @ D, atol=1e-4)
 
 
 @pytest.mark.parametrize("estimator", [
@@ -173,14 +173,17 @@ def test_grid_search_over_C_k_and_max_iter():
     assert set(search.best_params_) == set(grid)
     scores = search.cv_results_["mean_test_score"]
     assert search.best_score_ == scores.max() and np.all(scores > 0.3)
-    # a tiny C with one epoch cannot beat the best setting
-    tiny = [i for i, p in enumerate(search.cv_results_["params"])
-            if p["kbestmiratagger__C"] == 0.001 and p["kbestmiratagger__max_iter"] == 1]
-    assert all(scores[i] <= search.best_score_ for i in tiny)
+    # the settings matter: the grid's scores are not all equal
+    assert scores.max() - scores.min() > 0.01
     refit = search.best_estimator_[-1]
-    assert refit.get_params()["C"] == search.best_params_["kbestmiratagger__C"]
-    assert refit.n_iter_ == search.best_params_["kbestmiratagger__max_iter"]
-    assert len(search.predict(X[:4])) == 4
+    best = {name.split("__")[1]: v for name, v in search.best_params_.items()}
+    assert {p: refit.get_params()[p] for p in best} == best
+    assert refit.n_iter_ == best["max_iter"]
+    # refit: the best setting trained on all the data, exactly as a fresh fit
+    fresh = clone(pipe).set_params(**search.best_params_).fit(X, y)
+    for a, b in zip(search.predict(X[:20]), fresh.predict(X[:20])):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(refit.coef_, fresh[-1].coef_)
 
 
 @pytest.mark.parametrize("cls, params, message", [
