@@ -5,21 +5,23 @@ Data: the Penn Treebank sample (``$SKLSTRUCT_DATA/treebank/combined``),
 preprocessed (function tags, null elements and X-over-X unaries removed),
 sentences of at most 20 tokens.  Split by file number: train wsj_0001-0159,
 dev wsj_0160-0179 (unused: C is fixed, not tuned), test wsj_0180-0199.  The
-max-margin parsers train on the first ``--n-train`` training sentences (file
-order), words only (no gold tags), right factorization, horizontal order 1, no
-parent annotation.
+parsers train on the first ``--n-train`` training sentences (file order) and
+are given the gold POS tags as ``(word, tag)`` pairs (``--words``: words
+only), right factorization, horizontal order 1, no parent annotation; the
+cutting-plane training runs to convergence (at most ``--max-iter``
+iterations).
 
 Reports on the test part P, R, F1 and exact match (EVALB/COLLINS.prm rules,
 ``sklstruct.parsing.parseval``), training time, cutting-plane iterations, and
 seconds per sentence for parsing (plain CKY) and for one loss-augmented
 inference (eq. 3) at sentence lengths 10, 15 and 20 (sentences of exactly that
 length from the whole sample, up to ``--n-timing`` each); then the training time
-of the ``f1`` loss for growing training sets.
+of the ``f1`` loss for growing training sets, each run to convergence.
 
 Usage::
 
-    python benchmarks/bench_parser.py [--data DIR] [--n-train 300] [--max-iter 12] [--C 10]
-        [--n-jobs 2] [--growth 50 100 200] [--out benchmarks/results/parser.md]
+    python benchmarks/bench_parser.py [--data DIR] [--n-train 200] [--max-iter 100] [--C 10]
+        [--words] [--n-jobs 2] [--growth 50 100] [--out benchmarks/results/parser.md]
 """
 import argparse
 import platform
@@ -46,13 +48,20 @@ def load(data_home, max_len):
     return out
 
 
-def timing(est, data, n_timing):
+def sentences(trees, tagged):
+    return [t.pos() if tagged else t.leaves() for t in trees]
+
+
+def timing(est, data, n_timing, tagged):
     """Seconds per sentence: plain CKY parsing, and one loss-augmented
     inference with the trained weights (F1MaxMarginParser only)."""
     parse, aug = {}, {}
     for L in LENGTHS:
         trees = data["by_length"][L][:n_timing]
-        X = [t.leaves() for t in trees]
+        if not trees:
+            parse[L] = aug[L] = None
+            continue
+        X = sentences(trees, tagged)
         tic = time.perf_counter()
         est.predict(X)
         parse[L] = (time.perf_counter() - tic) / len(X)
@@ -74,14 +83,14 @@ def clone_prepared(est, X, trees):
 
     g = est.compiled_
     prep = {"gold": [], "psi": [], "feats": []}
-    for words, tree in zip(X, trees):
+    for tokens, tree in zip(X, trees):
         t = preprocess(tree, remove_self_unary=True)
         b = binarize(t, factor=est.factor, horizontal=est.horizontal, vertical=est.vertical)
         try:
-            dec = g.decompose(_int_tree(b, est.grammar_.index), len(words))
+            dec = g.decompose(_int_tree(b, est.grammar_.index), len(tokens))
         except (KeyError, ValueError):
             continue
-        f = est.vectorizer_.transform([words])[0]
+        f = est.vectorizer_.transform([tokens])[0]
         prep["gold"].append(dec)
         prep["feats"].append(f)
         prep["psi"].append(est._psi(dec, f))
@@ -89,15 +98,15 @@ def clone_prepared(est, X, trees):
     return prep
 
 
-def run(name, est, data, n_train, n_timing, queue):
+def run(name, est, data, n_train, n_timing, tagged, queue):
     train = data["train"][:n_train]
-    X = [t.leaves() for t in train]
+    X = sentences(train, tagged)
     tic = time.perf_counter()
     est.fit(X, train)
     fit_s = time.perf_counter() - tic
     test = data["test"]
-    scores = parseval(test, est.predict([t.leaves() for t in test]))
-    parse, aug = timing(est, data, n_timing)
+    scores = parseval(test, est.predict(sentences(test, tagged)))
+    parse, aug = timing(est, data, n_timing, tagged)
     queue.put(dict(name=name, fit_s=fit_s, scores=scores, parse=parse, aug=aug,
                    n_iter=getattr(est, "n_iter_", None),
                    converged=getattr(est, "converged_", None),
@@ -112,13 +121,13 @@ def growth(data, sizes, args, queue):
     rows = []
     for n in sizes:
         train = data["train"][:n]
-        est = F1MaxMarginParser(C=args.C, loss="f1", max_iter=args.growth_iter, n_jobs=args.n_jobs)
+        est = F1MaxMarginParser(C=args.C, loss="f1", max_iter=args.max_iter, n_jobs=args.n_jobs)
         tic = time.perf_counter()
-        est.fit([t.leaves() for t in train], train)
+        est.fit(sentences(train, not args.words), train)
         total = time.perf_counter() - tic
         lengths = np.array([len(t.leaves()) for t in train])
         rows.append(dict(n=n, mean_len=lengths.mean(), fit_s=total, n_iter=est.n_iter_,
-                         per_iter=[h["seconds"] for h in est.history_]))
+                         converged=est.converged_, per_iter=[h["seconds"] for h in est.history_]))
     queue.put(rows)
 
 
@@ -129,13 +138,13 @@ def fmt(x):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=DEFAULT_DATA)
-    ap.add_argument("--n-train", type=int, default=300)
-    ap.add_argument("--max-iter", type=int, default=12)
+    ap.add_argument("--n-train", type=int, default=200)
+    ap.add_argument("--max-iter", type=int, default=100)
+    ap.add_argument("--words", action="store_true", help="words only, no gold POS tags")
     ap.add_argument("--C", type=float, default=10.0)
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--n-timing", type=int, default=20)
-    ap.add_argument("--growth", type=int, nargs="*", default=[50, 100, 200])
-    ap.add_argument("--growth-iter", type=int, default=5)
+    ap.add_argument("--growth", type=int, nargs="*", default=[50, 100])
     ap.add_argument("--losses", nargs="*", default=[loss for _, loss in LOSSES])
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -147,11 +156,13 @@ def main():
         "",
         f"Sentences of <= 20 tokens; train = files wsj_0001-0159 ({len(data['train'])} "
         f"sentences, of which the first {n_train} are used), test = files wsj_0180-0199 "
-        f"({len(data['test'])} sentences; dev wsj_0160-0179 unused).  Words only (no gold "
-        f"tags).  Binarization: right factorization, horizontal order 1, no parent "
+        f"({len(data['test'])} sentences; dev wsj_0160-0179 unused).  "
+        + ("Words only (no gold tags).  " if args.words else
+           "Input: (word, gold POS tag) pairs.  ")
+        + f"Binarization: right factorization, horizontal order 1, no parent "
         f"annotation.  C = {args.C:g} for every loss (not tuned), at most {args.max_iter} "
         f"cutting-plane iterations (n-slack, slack rescaling, tol 0.01), "
-        f"{args.n_jobs} threads for the loss-augmented inference.  Machine: "
+        f"{args.n_jobs} thread{'s' if args.n_jobs > 1 else ''} for the loss-augmented inference.  Machine: "
         f"{platform.processor() or platform.machine()}, 2 cores shared with other jobs.",
         "",
         "| training loss | P | R | F1 | exact match | sentences scored | training s | "
@@ -159,14 +170,16 @@ def main():
         "loss-augmented inference s/sentence at 10 / 15 / 20 |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    rows = [in_child(run, "PCFG (max. likelihood)", PCFGParser(), data, n_train, args.n_timing),
+    tagged = not args.words
+    rows = [in_child(run, "PCFG (max. likelihood)", PCFGParser(), data, n_train, args.n_timing,
+                     tagged),
             in_child(run, "PCFG, all training sentences", PCFGParser(), data, len(data["train"]),
-                     args.n_timing)]
+                     args.n_timing, tagged)]
     for title, loss in LOSSES:
         if loss in args.losses:
             est = F1MaxMarginParser(C=args.C, loss=loss, max_iter=args.max_iter,
                                     n_jobs=args.n_jobs)
-            rows.append(in_child(run, title, est, data, n_train, args.n_timing))
+            rows.append(in_child(run, title, est, data, n_train, args.n_timing, tagged))
             print(rows[-1]["name"], rows[-1]["scores"]["f1"], rows[-1]["fit_s"], flush=True)
     for r in rows:
         s = r["scores"]
@@ -185,14 +198,16 @@ def main():
               "rules."]
     if args.growth:
         grow = in_child(growth, data, args.growth, args)
-        lines += ["", f"Training time of loss `f1` against the number of training sentences "
-                  f"({args.growth_iter} cutting-plane iterations each; later iterations cost "
-                  "more as the weights sharpen the (tp, fp) tables):", "",
-                  "| sentences | mean length | fit s | s per iteration (first, last) |",
-                  "|---|---|---|---|"]
+        lines += ["", "Training time of loss `f1` against the number of training sentences "
+                  "(each run to convergence or the iteration cap; later iterations cost more "
+                  "as the weights sharpen the (tp, fp) tables):", "",
+                  "| sentences | mean length | fit s | iterations (converged) | "
+                  "s per iteration (first incl. setup, last) |",
+                  "|---|---|---|---|---|"]
         for r in grow:
             per = np.diff([0.0] + r["per_iter"])
             lines.append(f"| {r['n']} | {r['mean_len']:.1f} | {r['fit_s']:.1f} | "
+                         f"{r['n_iter']} ({'yes' if r['converged'] else 'no'}) | "
                          f"{per[0]:.1f}, {per[-1]:.1f} |")
     text = "\n".join(lines) + "\n"
     print(text)

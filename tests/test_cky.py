@@ -34,7 +34,11 @@ def random_grammar(rng, max_chain=None):
             unary.add((a, b))
     roots = rng.choice(nts, size=int(rng.integers(1, N + 1)), replace=False)
     K = int(rng.integers(0, 3)) if max_chain is None else max_chain
-    return CompiledGrammar(S, sorted(binary), sorted(unary) or np.zeros((0, 2), int), roots,
+    # rules in no particular order: the grammar sorts them for the kernel and
+    # must map every rule id (the gold tree's too) through that order
+    binary = sorted(binary)
+    binary = [binary[i] for i in rng.permutation(len(binary))]
+    return CompiledGrammar(S, binary, sorted(unary) or np.zeros((0, 2), int), roots,
                            np.arange(P), base, K)
 
 

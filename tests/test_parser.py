@@ -125,6 +125,32 @@ def test_unbinarized_counts_match_unbinarize(options):
     assert checked == 30
 
 
+def test_top_root_bracket_is_not_counted():
+    """With a TOP root (as PTB files have after reading), Delta is 1 - F1 over the
+    constituents other than TOP: the root bracket is not counted (EVALB)."""
+    X, trees = toy()
+    trees = [Tree("TOP", [t]) for t in trees]
+    parser = F1MaxMarginParser(max_iter=1)
+    data = parser._prepare(X, trees)
+    g = parser.compiled_
+    rng = np.random.default_rng(1)
+    checked = 0
+    for i, (words, gold) in enumerate(zip(data["words"], data["gold"])):
+        for _ in range(4):
+            lex = rng.normal(size=(len(words), len(g.preterminals)))
+            res = g.decode(lex, rng.normal(size=len(g.binary)), g.chain_weights(
+                rng.normal(size=len(g.unary))), rng.normal(size=len(g.roots)), loss="f1",
+                gold=gold, const=5.0)
+            pred = unbinarize(_labelled_tree(res["tree"], parser.grammar_.symbols, words))
+            assert pred.label == "TOP"
+            gc = Counter(c for c in data["trees"][i].constituents() if c[0] != "TOP")
+            pc = Counter(c for c in pred.constituents() if c[0] != "TOP")
+            f1 = 2 * sum((gc & pc).values()) / (sum(gc.values()) + sum(pc.values()))
+            assert res["delta"] == pytest.approx(1 - f1)
+            checked += 1
+    assert checked == 24
+
+
 # -- training ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("loss", ["f1", "f1_binarized", "zero_one", "fp"])
@@ -219,6 +245,35 @@ def test_bad_input():
         F1MaxMarginParser(C=-1).fit(X, trees)
     with pytest.raises(ValueError, match="loss"):
         F1MaxMarginParser(loss="hamming").fit(X, trees)
+
+
+def test_bad_input_at_score_time_and_in_trees():
+    X, trees = toy()
+    parser = F1MaxMarginParser(max_iter=2).fit(X, trees)
+    with pytest.raises(ValueError, match=r"y\[1\].*leaves.*X\[1\]"):
+        parser.score(X[:2], [trees[0], trees[0]])
+    with pytest.raises(ValueError, match=r"X\[0\]\[1\] must be a word"):
+        parser.predict([["the", float("nan")]])
+    with pytest.raises(ValueError, match=r"X\[0\]\[0\] must be a word"):
+        parser.predict([[("the", 3)]])
+    only_null = Tree.fromstring("(S (-NONE- *T*-1))")
+    with pytest.raises(ValueError, match=r"y\[1\]"):
+        parser.fit([X[0], ["*T*-1"]], [trees[0], only_null])
+
+
+def test_too_short_unary_chain_limit_warns():
+    trees = [Tree.fromstring("(S (VP (VB go)))"), Tree.fromstring("(S (NN a) (VB b))")]
+    X = [t.leaves() for t in trees]
+    with pytest.warns(UserWarning, match="max_unary_chain=0 is below"):
+        F1MaxMarginParser(max_iter=1, max_unary_chain=0).fit(X, trees)
+
+
+def test_very_long_flat_sentence_parses_without_recursion():
+    words = [f"w{i}" for i in range(1100)]
+    flat = Tree("S", [Tree("NN", [w]) for w in words])
+    small = Tree("S", [Tree("NN", ["a"]), Tree("NN", ["b"])])
+    parser = PCFGParser(max_length=2000).fit([words, ["a", "b"]], [flat, small])
+    assert parser.predict([words[:1050]])[0].leaves() == words[:1050]
 
 
 # -- scikit-learn API --------------------------------------------------------------------

@@ -120,6 +120,8 @@ class CompiledGrammar:
         self.root_column[roots] = np.arange(len(roots))
         # binary rules sorted by parent for the kernel
         self.bin_order = np.argsort(binary[:, 0], kind="stable")
+        self.bin_rank = np.empty(len(binary), dtype=np.int32)   # rule id -> kernel's id
+        self.bin_rank[self.bin_order] = np.arange(len(binary), dtype=np.int32)
         self.binary_sorted = np.ascontiguousarray(binary[self.bin_order])
         self.bin_start = np.searchsorted(self.binary_sorted[:, 0],
                                          np.arange(S + 1)).astype(np.int32)
@@ -287,7 +289,10 @@ class CompiledGrammar:
         """Arguments of the kernel that describe the gold tree for ``loss``."""
         W = n + 1
         if loss == "zero_one":
-            return {"loss_kind": LOSS_ZERO_ONE, "gold_rule": gold["rule"],
+            # the kernel numbers binary rules in parent-sorted order
+            rule = np.asarray(gold["rule"], dtype=np.int32)
+            rule = np.where(rule >= 0, self.bin_rank[np.maximum(rule, 0)], -1).astype(np.int32)
+            return {"loss_kind": LOSS_ZERO_ONE, "gold_rule": rule,
                     "gold_split": gold["split"], "gold_chain": gold["chain"],
                     "gold_pos": gold["pos"]}
         key = self.key_f1 if loss == "f1" else self.key_bin

@@ -10,6 +10,7 @@ input validation, preprocessing, binarization, grammar extraction, CKY
 prediction and PARSEVAL scoring.
 """
 import time
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -67,28 +68,36 @@ def check_sentences(X, name="X"):
 
 
 def _int_tree(tree, index):
-    """A binarized ``Tree`` as an integer tree of :mod:`.features`."""
-    pos = 0
-
-    def conv(node):
-        nonlocal pos
+    """A binarized ``Tree`` as an integer tree of :mod:`.features`.  Iterative
+    (a binarized tree over n tokens can be n levels deep): nodes are visited
+    depth first, left to right, so preterminals get positions 0, 1, ..."""
+    top, pos = [], 0
+    stack = [(tree, top)]
+    while stack:
+        node, siblings = stack.pop()
         if node.is_preterminal():
-            out = (index[node.label], pos)
+            siblings.append((index[node.label], pos))
             pos += 1
-            return out
-        return (index[node.label], [conv(k) for k in node.children])
-
-    # binarized trees are shallow enough for recursion only up to ~1000 levels;
-    # the sentence length limit keeps them far below that
-    return conv(tree)
+        else:
+            kids = []
+            siblings.append((index[node.label], kids))
+            stack.extend((k, kids) for k in reversed(node.children))
+    return top[0]
 
 
 def _labelled_tree(int_tree, symbols, words):
-    """An integer tree back to a (binarized) ``Tree`` over ``words``."""
-    sym, kids = int_tree
-    if isinstance(kids, (int, np.integer)):
-        return Tree(symbols[sym], [words[kids]])
-    return Tree(symbols[sym], [_labelled_tree(k, symbols, words) for k in kids])
+    """An integer tree back to a (binarized) ``Tree`` over ``words`` (iterative)."""
+    top = Tree("", [])
+    stack = [(int_tree, top)]
+    while stack:
+        (sym, kids), parent = stack.pop()
+        if isinstance(kids, (int, np.integer)):
+            parent.children.append(Tree(symbols[sym], [words[kids]]))
+        else:
+            node = Tree(symbols[sym], [])
+            parent.children.append(node)
+            stack.extend((k, node) for k in reversed(kids))
+    return top.children[0]
 
 
 def _max_chain(int_trees):
@@ -126,10 +135,14 @@ class BaseParser(BaseEstimator):
     # -- preprocessing ------------------------------------------------------
 
     @staticmethod
-    def _preprocess(tree, i, name="y"):
+    def _preprocess(tree, i, name="y", remove_self_unary=True):
         if not isinstance(tree, Tree):
             raise ValueError(f"{name}[{i}] must be a Tree; got {type(tree).__name__}")
-        return preprocess(tree, strip_functions=True, remove_empty=True, remove_self_unary=True)
+        try:
+            return preprocess(tree, strip_functions=True, remove_empty=True,
+                              remove_self_unary=remove_self_unary)
+        except ValueError as exc:
+            raise ValueError(f"{name}[{i}]: {exc}") from None
 
     def _check_length(self, words, name="X"):
         for i, w in enumerate(words):
@@ -153,7 +166,13 @@ class BaseParser(BaseEstimator):
                            vertical=self.vertical) for t in trees]
         grammar = Grammar.from_trees(btrees)
         itrees = [_int_tree(b, grammar.index) for b in btrees]
-        K = _max_chain(itrees) if self.max_unary_chain is None else self.max_unary_chain
+        needed = _max_chain(itrees)
+        K = needed if self.max_unary_chain is None else self.max_unary_chain
+        if K < needed:
+            warnings.warn(f"max_unary_chain={K} is below the longest unary chain of the "
+                          f"training trees ({needed}): trees with longer chains cannot be "
+                          "predicted, and sentences whose every tree needs one get the flat "
+                          "fallback tree", UserWarning, stacklevel=3)
         base = np.asarray(grammar.base, dtype=np.int64)
         counted = base >= 0
         for s, b in enumerate(base):
@@ -194,9 +213,10 @@ class BaseParser(BaseEstimator):
         trees : list of Tree
             The best trees (eq. 1), unbinarized, with the words as leaves.
             If the grammar derives no tree of a sentence's length from a
-            root symbol (possible only for lengths never seen in training),
-            the sentence gets a flat tree: the most frequent root label over
-            the best-scoring POS tag of every word.
+            root symbol (a length never seen in training, or a
+            ``max_unary_chain`` below what the training trees need), the
+            sentence gets a flat tree: the most frequent root label over the
+            best-scoring POS tag of every word.
         """
         check_is_fitted(self, "w_binary_")
         words, tokens, tagged = check_sentences(X)
@@ -212,21 +232,20 @@ class BaseParser(BaseEstimator):
         return out
 
     def score(self, X, y):
-        """Labelled-bracket F1 (PARSEVAL, :func:`~sklstruct.parsing.parseval_f1`)
-        of the predictions against the gold trees ``y`` (preprocessed as in fit:
-        function tags and empty elements removed)."""
+        """Labelled-bracket F1 (PARSEVAL with EVALB's ``COLLINS.prm`` rules,
+        :func:`~sklstruct.parsing.parseval_f1`) of the predictions against the
+        gold trees ``y``, which are preprocessed for evaluation: function tags
+        and empty elements removed (X-over-X unaries are kept: EVALB counts
+        both brackets)."""
         words = check_sentences(X)[0]
         if isinstance(y, Tree) or not hasattr(y, "__len__") or len(y) != len(words):
             raise ValueError(f"y must be a list of {len(words)} trees")
-        gold = [preprocess(self._check_tree(t, i), strip_functions=True, remove_empty=True)
-                for i, t in enumerate(y)]
+        gold = [self._preprocess(t, i, remove_self_unary=False) for i, t in enumerate(y)]
+        for i, (t, w) in enumerate(zip(gold, words)):
+            if t.leaves() != w:
+                raise ValueError(f"y[{i}]: the tree's leaves {t.leaves()[:8]}... do not match "
+                                 f"the words of X[{i}] {w[:8]}...")
         return parseval_f1(gold, self.predict(X))
-
-    @staticmethod
-    def _check_tree(tree, i):
-        if not isinstance(tree, Tree):
-            raise ValueError(f"y[{i}] must be a Tree; got {type(tree).__name__}")
-        return tree
 
 
 class F1MaxMarginParser(BaseParser):
@@ -322,6 +341,12 @@ class F1MaxMarginParser(BaseParser):
     took about 0.01 / 0.1 / 0.4 s at 10 / 15 / 20 tokens, against about
     0.01 s for plain CKY (``benchmarks/bench_parser.py``).  ``"zero_one"``
     keeps at most two entries per cell and is nearly as fast as CKY.
+
+    The ``"f1"`` training loss counts brackets as eqs. 8-9 do: every counted
+    node of the unbinarized tree, with its span over all tokens and its label
+    as it is; ``score`` and :func:`~sklstruct.parsing.parseval` follow EVALB's
+    ``COLLINS.prm`` (punctuation left out of spans, ADVP and PRT alike), so
+    the two can differ slightly on the same pair of trees.
     """
 
     _parameter_constraints = {
