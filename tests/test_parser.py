@@ -99,6 +99,29 @@ def test_smo_validates_blocks():
 
 # -- eqs. 8-9 through the real binarization ----------------------------------------
 
+def check_f1_delta(parser, X, trees, seed, reps, uncounted=()):
+    """Delta of the loss-augmented kernel for random weights against 1 - F1 of
+    unbinarize(prediction) and the gold constituents (labels in ``uncounted``
+    left out).  Returns the number of checks."""
+    data = parser._prepare(X, trees)
+    g = parser.compiled_
+    rng = np.random.default_rng(seed)
+    checked = 0
+    for i, (words, gold) in enumerate(zip(data["words"], data["gold"])):
+        for _ in range(reps):
+            lex = rng.normal(size=(len(words), len(g.preterminals)))
+            res = g.decode(lex, rng.normal(size=len(g.binary)), g.chain_weights(
+                rng.normal(size=len(g.unary))), rng.normal(size=len(g.roots)), loss="f1",
+                gold=gold, const=5.0)
+            pred = unbinarize(_labelled_tree(res["tree"], parser.grammar_.symbols, words))
+            gc = Counter(c for c in data["trees"][i].constituents() if c[0] not in uncounted)
+            pc = Counter(c for c in pred.constituents() if c[0] not in uncounted)
+            f1 = 2 * sum((gc & pc).values()) / (sum(gc.values()) + sum(pc.values()))
+            assert res["delta"] == pytest.approx(1 - f1)
+            checked += 1
+    return checked
+
+
 @pytest.mark.parametrize("options", [dict(horizontal=1, vertical=1), dict(horizontal=0, vertical=2),
                                      dict(factor="left", horizontal=None, vertical=1)])
 def test_unbinarized_counts_match_unbinarize(options):
@@ -106,23 +129,7 @@ def test_unbinarized_counts_match_unbinarize(options):
     nodes, eqs. 8-9) equals 1 - F1 of unbinarize(prediction) against the gold
     constituents, for random weights."""
     X, trees = toy()
-    parser = F1MaxMarginParser(max_iter=1, **options)
-    data = parser._prepare(X, trees)
-    g = parser.compiled_
-    rng = np.random.default_rng(0)
-    checked = 0
-    for i, (words, gold) in enumerate(zip(data["words"], data["gold"])):
-        for _ in range(5):
-            lex = rng.normal(size=(len(words), len(g.preterminals)))
-            res = g.decode(lex, rng.normal(size=len(g.binary)), g.chain_weights(
-                rng.normal(size=len(g.unary))), rng.normal(size=len(g.roots)), loss="f1",
-                gold=gold, const=5.0)
-            pred = unbinarize(_labelled_tree(res["tree"], parser.grammar_.symbols, words))
-            gc, pc = Counter(data["trees"][i].constituents()), Counter(pred.constituents())
-            f1 = 2 * sum((gc & pc).values()) / (sum(gc.values()) + sum(pc.values()))
-            assert res["delta"] == pytest.approx(1 - f1)
-            checked += 1
-    assert checked == 30
+    assert check_f1_delta(F1MaxMarginParser(max_iter=1, **options), X, trees, 0, 5) == 30
 
 
 def test_top_root_bracket_is_not_counted():
@@ -131,24 +138,8 @@ def test_top_root_bracket_is_not_counted():
     X, trees = toy()
     trees = [Tree("TOP", [t]) for t in trees]
     parser = F1MaxMarginParser(max_iter=1)
-    data = parser._prepare(X, trees)
-    g = parser.compiled_
-    rng = np.random.default_rng(1)
-    checked = 0
-    for i, (words, gold) in enumerate(zip(data["words"], data["gold"])):
-        for _ in range(4):
-            lex = rng.normal(size=(len(words), len(g.preterminals)))
-            res = g.decode(lex, rng.normal(size=len(g.binary)), g.chain_weights(
-                rng.normal(size=len(g.unary))), rng.normal(size=len(g.roots)), loss="f1",
-                gold=gold, const=5.0)
-            pred = unbinarize(_labelled_tree(res["tree"], parser.grammar_.symbols, words))
-            assert pred.label == "TOP"
-            gc = Counter(c for c in data["trees"][i].constituents() if c[0] != "TOP")
-            pc = Counter(c for c in pred.constituents() if c[0] != "TOP")
-            f1 = 2 * sum((gc & pc).values()) / (sum(gc.values()) + sum(pc.values()))
-            assert res["delta"] == pytest.approx(1 - f1)
-            checked += 1
-    assert checked == 24
+    assert check_f1_delta(parser, X, trees, 1, 4, uncounted=("TOP",)) == 24
+    assert parser.fit(X, trees).predict(X[:1])[0].label == "TOP"
 
 
 # -- training ------------------------------------------------------------------------
