@@ -231,9 +231,13 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
     cdef int length, i, j, s, A, B, C, r, c, k, m, nt, nf, dtp, dfp, mode_keys, mode_dec
     cdef Py_ssize_t sid, lsid, rsid, cell, lcell, rcell, a, b
     cdef bint single = loss_kind == K_NONE
+    # #FP does not depend on tp: not tracking it keeps one entry per fp
+    # count instead of one per (tp, fp) pair
+    cdef bint count_tp = loss_kind == K_F1
     cdef int W = n + 1
     mode_keys = loss_kind == K_F1 or loss_kind == K_FP
     mode_dec = loss_kind == K_ZERO_ONE
+
     for length in range(1, n + 1):
         for i in range(0, n - length + 1):
             j = i + length
@@ -246,7 +250,7 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                 nf = 0
                 if mode_keys and key[A] >= 0:
                     if gold[sid * n_keys + key[A]]:
-                        nt = 1
+                        nt = count_tp
                     else:
                         nf = 1
                 if length == 1:
@@ -296,7 +300,7 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                             m = key[chain_nodes[k]]
                             if m >= 0:
                                 if gold[sid * n_keys + m]:
-                                    dtp += 1
+                                    dtp += count_tp
                                 else:
                                     dfp += 1
                     elif mode_dec and gold_chain[sid] != c:
@@ -362,7 +366,8 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
     -------
     None if no tree of length ``n`` is derived from a root symbol, else a dict
     with ``value`` (score for ``LOSS_NONE``, else ``Delta * (const + score)``),
-    ``score``, ``tp``, ``fp``, ``delta``, ``root``, ``nodes`` (int32 (M, 4) rows
+    ``score``, ``tp`` (0 for ``LOSS_FP``, which does not track it), ``fp``,
+    ``delta``, ``root``, ``nodes`` (int32 (M, 4) rows
     ``(symbol, start, end, parent_row)`` in preorder, parent -1 at the root),
     ``binary_rules``, ``chains`` (ids used, with repetition) and ``pos``
     (the POS symbol of every token).
