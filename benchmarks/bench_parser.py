@@ -94,6 +94,7 @@ def clone_prepared(est, X, trees):
         prep["gold"].append(dec)
         prep["feats"].append(f)
         prep["psi"].append(est._psi(dec, f))
+        prep.setdefault("masks", []).append(est._tag_mask(tokens))
     prep["w_chain"] = g.chain_weights(est.w_unary_)
     return prep
 
@@ -121,7 +122,8 @@ def growth(data, sizes, args, queue):
     rows = []
     for n in sizes:
         train = data["train"][:n]
-        est = F1MaxMarginParser(C=args.C, loss="f1", max_iter=args.max_iter, n_jobs=args.n_jobs)
+        est = F1MaxMarginParser(C=args.C, loss="f1", max_iter=args.max_iter, n_jobs=args.n_jobs,
+                                fixed_tags=args.fixed_tags)
         tic = time.perf_counter()
         est.fit(sentences(train, not args.words), train)
         total = time.perf_counter() - tic
@@ -141,6 +143,8 @@ def main():
     ap.add_argument("--n-train", type=int, default=200)
     ap.add_argument("--max-iter", type=int, default=100)
     ap.add_argument("--words", action="store_true", help="words only, no gold POS tags")
+    ap.add_argument("--fixed-tags", action="store_true",
+                    help="F1MaxMarginParser(fixed_tags=True): keep the given tags")
     ap.add_argument("--C", type=float, default=10.0)
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--n-timing", type=int, default=20)
@@ -158,7 +162,9 @@ def main():
         f"sentences, of which the first {n_train} are used), test = files wsj_0180-0199 "
         f"({len(data['test'])} sentences; dev wsj_0160-0179 unused).  "
         + ("Words only (no gold tags).  " if args.words else
-           "Input: (word, gold POS tag) pairs.  ")
+           "Input: (word, gold POS tag) pairs"
+           + (", kept fixed (fixed_tags=True).  " if args.fixed_tags else
+              ", the tag a lexical feature.  "))
         + f"Binarization: right factorization, horizontal order 1, no parent "
         f"annotation.  C = {args.C:g} for every loss (not tuned), at most {args.max_iter} "
         f"cutting-plane iterations (n-slack, slack rescaling, tol 0.01), "
@@ -178,7 +184,7 @@ def main():
     for title, loss in LOSSES:
         if loss in args.losses:
             est = F1MaxMarginParser(C=args.C, loss=loss, max_iter=args.max_iter,
-                                    n_jobs=args.n_jobs)
+                                    n_jobs=args.n_jobs, fixed_tags=args.fixed_tags)
             rows.append(in_child(run, title, est, data, n_train, args.n_timing, tagged))
             print(rows[-1]["name"], rows[-1]["scores"]["f1"], rows[-1]["fit_s"], flush=True)
     for r in rows:

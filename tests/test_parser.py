@@ -192,6 +192,21 @@ def test_tagged_input_uses_the_tags():
     assert pcfg.score(Xt, trees) > 0.9
 
 
+def test_fixed_tags_keep_the_given_tags():
+    X, trees = toy()
+    Xt = [t.pos() for t in trees]
+    parser = F1MaxMarginParser(C=10, max_iter=30, fixed_tags=True).fit(Xt, trees)
+    assert parser.converged_ and parser.score(Xt, trees) == 1.0
+    # tags that contradict the words are kept as given; an unknown tag leaves all open
+    words = [w for w, _ in Xt[0]]
+    tags = [t for _, t in Xt[0]]
+    swapped = list(zip(words, tags[::-1]))
+    assert parser.predict([swapped])[0].pos() == swapped
+    free = parser.predict([[(w, "NOSUCHTAG") for w in words]])[0]
+    assert free.leaves() == words
+    assert F1MaxMarginParser(fixed_tags=False).fit(Xt, trees)._tag_mask(Xt[0]) is None
+
+
 def test_verbose_and_history(capsys):
     X, trees = toy()
     parser = F1MaxMarginParser(C=1, max_iter=3, verbose=1).fit(X, trees)

@@ -300,6 +300,13 @@ class F1MaxMarginParser(BaseParser):
     lexical_features : tuple of str or None, default=None
         Templates of the word features (None: :data:`LEXICAL_FEATURES`, plus
         ``"pos"`` with (word, tag) input).
+    fixed_tags : bool, default=False
+        With ``(word, tag)`` input: True keeps every token's preterminal at
+        its given tag (when the grammar has that tag; otherwise every tag
+        stays open) in training, loss-augmented inference and prediction,
+        which also makes inference cheaper; False uses the given tag only as
+        a lexical feature, so the parser may re-tag a token.  No effect on
+        words-only input.
     max_iter : int, default=30
         Maximum number of cutting-plane iterations.
     tol : float, default=0.01
@@ -325,6 +332,8 @@ class F1MaxMarginParser(BaseParser):
         ``w``: binary rules, unary rules, roots, then lexical weights
         (``n_word_features x n_tags``, row major).
     w_binary_, w_unary_, w_root_, w_lex_ : views of ``coef_``
+    tag_column_ : dict
+        POS tag -> column of ``w_lex_``.
     max_unary_chain_ : int
     n_iter_ : int
     history_ : list of dict
@@ -355,6 +364,7 @@ class F1MaxMarginParser(BaseParser):
         "C": [Interval(Real, 0, None, closed="neither")],
         "loss": [StrOptions(set(LOSSES))],
         "lexical_features": [tuple, list, None],
+        "fixed_tags": ["boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "qp_tol": [Interval(Real, 0, None, closed="neither")],
@@ -363,7 +373,8 @@ class F1MaxMarginParser(BaseParser):
     }
 
     def __init__(self, C=1.0, loss="f1", *, factor="right", horizontal=1, vertical=1,
-                 max_unary_chain=None, lexical_features=None, max_iter=30, tol=0.01,
+                 max_unary_chain=None, lexical_features=None, fixed_tags=False, max_iter=30,
+                 tol=0.01,
                  qp_tol=1e-6, max_length=100, n_jobs=None, verbose=0):
         self.C = C
         self.loss = loss
@@ -372,6 +383,7 @@ class F1MaxMarginParser(BaseParser):
         self.vertical = vertical
         self.max_unary_chain = max_unary_chain
         self.lexical_features = lexical_features
+        self.fixed_tags = fixed_tags
         self.max_iter = max_iter
         self.tol = tol
         self.qp_tol = qp_tol
@@ -383,7 +395,23 @@ class F1MaxMarginParser(BaseParser):
 
     def _lexical_scores(self, tokens_list):
         feats = self.vectorizer_.transform(tokens_list)
-        return [np.asarray(f @ self.w_lex_) for f in feats]
+        out = []
+        for f, tokens in zip(feats, tokens_list):
+            lex = np.asarray(f @ self.w_lex_)
+            mask = self._tag_mask(tokens)
+            if mask is not None:
+                lex[mask] = -np.inf
+            out.append(lex)
+        return out
+
+    def _tag_mask(self, tokens):
+        """With ``fixed_tags`` and tagged input, the (n_tokens, n_tags) mask of
+        the tags other than each token's given one (None otherwise)."""
+        if not (self.fixed_tags and self.tagged_):
+            return None
+        cols = np.array([self.tag_column_.get(t[1], -1) for t in tokens])
+        P = len(self.compiled_.preterminals)
+        return (cols[:, None] >= 0) & (np.arange(P)[None, :] != cols[:, None])
 
     def _psi(self, dec, feats):
         """Psi(x, y) of a decomposed tree as a (1, d) CSR row."""
@@ -417,6 +445,9 @@ class F1MaxMarginParser(BaseParser):
         """Loss-augmented inference for sentence i (eq. 3)."""
         gold = data["gold"][i]
         lex = np.asarray(feats[i] @ self.w_lex_)
+        masks = data.get("masks")
+        if masks is not None and masks[i] is not None:
+            lex[masks[i]] = -np.inf
         const = 1.0 - float((data["psi"][i] @ self.coef_)[0])
         res = self.compiled_.decode(lex, self.w_binary_, w_chain, self.w_root_, loss=self.loss,
                                     gold=gold, const=const)
@@ -456,6 +487,8 @@ class F1MaxMarginParser(BaseParser):
         self.coef_ = np.zeros(self.n_weights_)
         self._set_views()
         data["psi"] = [self._psi(dec, f) for dec, f in zip(data["gold"], feats)]
+        self.tag_column_ = {self.grammar_.symbols[s]: k for k, s in enumerate(g.preterminals)}
+        data["masks"] = [self._tag_mask(t) for t in data["tokens"]]
         qp = WorkingSetQP(self.n_weights_, self.C / n)
         self.history_ = []
         self.converged_ = False
