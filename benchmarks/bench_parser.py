@@ -20,8 +20,8 @@ of the ``f1`` loss for growing training sets, each run to convergence.
 
 Usage::
 
-    python benchmarks/bench_parser.py [--data DIR] [--n-train 200] [--max-iter 100] [--C 10]
-        [--words] [--n-jobs 2] [--growth 50 100] [--out benchmarks/results/parser.md]
+    python benchmarks/bench_parser.py [--data DIR] [--n-train 200] [--max-iter 100] [--C 1 10 100]
+        [--words] [--fixed-tags] [--n-jobs 2] [--growth 50 100] [--out benchmarks/results/parser.md]
 """
 import argparse
 import platform
@@ -107,8 +107,10 @@ def run(name, est, data, n_train, n_timing, tagged, queue):
     fit_s = time.perf_counter() - tic
     test = data["test"]
     scores = parseval(test, est.predict(sentences(test, tagged)))
+    dev = parseval(data["dev"], est.predict(sentences(data["dev"], tagged)))
     parse, aug = timing(est, data, n_timing, tagged)
-    queue.put(dict(name=name, fit_s=fit_s, scores=scores, parse=parse, aug=aug,
+    queue.put(dict(name=name, fit_s=fit_s, scores=scores, dev=dev, parse=parse, aug=aug,
+                   C=getattr(est, "C", None),
                    n_iter=getattr(est, "n_iter_", None),
                    converged=getattr(est, "converged_", None),
                    n_constraints=(est.history_[-1]["constraints"] if hasattr(est, "history_")
@@ -122,7 +124,7 @@ def growth(data, sizes, args, queue):
     rows = []
     for n in sizes:
         train = data["train"][:n]
-        est = F1MaxMarginParser(C=args.C, loss="f1", max_iter=args.max_iter, n_jobs=args.n_jobs,
+        est = F1MaxMarginParser(C=args.C[0], loss="f1", max_iter=args.max_iter, n_jobs=args.n_jobs,
                                 fixed_tags=args.fixed_tags)
         tic = time.perf_counter()
         est.fit(sentences(train, not args.words), train)
@@ -145,7 +147,8 @@ def main():
     ap.add_argument("--words", action="store_true", help="words only, no gold POS tags")
     ap.add_argument("--fixed-tags", action="store_true",
                     help="F1MaxMarginParser(fixed_tags=True): keep the given tags")
-    ap.add_argument("--C", type=float, default=10.0)
+    ap.add_argument("--C", type=float, nargs="+", default=[10.0],
+                    help="several values: each loss takes the one with the best dev F1")
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--n-timing", type=int, default=20)
     ap.add_argument("--growth", type=int, nargs="*", default=[50, 100])
@@ -160,13 +163,17 @@ def main():
         "",
         f"Sentences of <= 20 tokens; train = files wsj_0001-0159 ({len(data['train'])} "
         f"sentences, of which the first {n_train} are used), test = files wsj_0180-0199 "
-        f"({len(data['test'])} sentences; dev wsj_0160-0179 unused).  "
+        f"({len(data['test'])} sentences), dev = files wsj_0160-0179 "
+        f"({len(data['dev'])} sentences).  "
         + ("Words only (no gold tags).  " if args.words else
            "Input: (word, gold POS tag) pairs"
            + (", kept fixed (fixed_tags=True).  " if args.fixed_tags else
               ", the tag a lexical feature.  "))
         + f"Binarization: right factorization, horizontal order 1, no parent "
-        f"annotation.  C = {args.C:g} for every loss (not tuned), at most {args.max_iter} "
+        f"annotation.  "
+        + (f"C = {args.C[0]:g} for every loss (not tuned)" if len(args.C) == 1 else
+           "C chosen per loss by dev F1 among " + ", ".join(f"{c:g}" for c in args.C))
+        + f", at most {args.max_iter} "
         f"cutting-plane iterations (n-slack, slack rescaling, tol 0.01), "
         f"{args.n_jobs} thread{'s' if args.n_jobs > 1 else ''} for the loss-augmented inference.  Machine: "
         f"{platform.processor() or platform.machine()}, 2 cores shared with other jobs.",
@@ -181,12 +188,23 @@ def main():
                      tagged),
             in_child(run, "PCFG, all training sentences", PCFGParser(), data, len(data["train"]),
                      args.n_timing, tagged)]
+    dev_lines = []
     for title, loss in LOSSES:
         if loss in args.losses:
-            est = F1MaxMarginParser(C=args.C, loss=loss, max_iter=args.max_iter,
-                                    n_jobs=args.n_jobs, fixed_tags=args.fixed_tags)
-            rows.append(in_child(run, title, est, data, n_train, args.n_timing, tagged))
-            print(rows[-1]["name"], rows[-1]["scores"]["f1"], rows[-1]["fit_s"], flush=True)
+            runs = []
+            for C in args.C:
+                est = F1MaxMarginParser(C=C, loss=loss, max_iter=args.max_iter,
+                                        n_jobs=args.n_jobs, fixed_tags=args.fixed_tags)
+                runs.append(in_child(run, title, est, data, n_train, args.n_timing, tagged))
+                print(title, f"C={C:g}", "dev", runs[-1]["dev"]["f1"], "test",
+                      runs[-1]["scores"]["f1"], runs[-1]["fit_s"], flush=True)
+            best = max(runs, key=lambda r: r["dev"]["f1"])
+            if len(runs) > 1:
+                best["name"] = f"{title}, C={best['C']:g}"
+                dev_lines.append(f"| {title} | " + " | ".join(
+                    f"{100 * r['dev']['f1']:.2f} / {100 * r['scores']['f1']:.2f}" for r in runs)
+                    + " |")
+            rows.append(best)
     for r in rows:
         s = r["scores"]
         it = "-" if r["n_iter"] is None else f"{r['n_iter']} ({'yes' if r['converged'] else 'no'})"
@@ -198,6 +216,10 @@ def main():
                      f"{it} | {parse} | {aug} |")
     lines += ["", "Sentences scored: EVALB (COLLINS.prm) excludes a sentence whose predicted "
               "tags disagree with the gold ones on which tokens are punctuation."]
+    if dev_lines:
+        lines += ["", "Dev / test F1 by C (the row above is the C with the best dev F1):", "",
+                  "| training loss | " + " | ".join(f"C={c:g}" for c in args.C) + " |",
+                  "|---|" + "---|" * len(args.C)] + dev_lines
     g = rows[0]["grammar"]
     lines += ["", f"Grammar from {n_train} sentences: {g[0]} symbols, {g[1]} binary rules, "
               f"{g[2]} unary rules, {g[3]} unary chains (identity included) of at most {g[4]} "
