@@ -78,9 +78,18 @@ template made only of flags is named by the template alone, as is
 ``SequenceVectorizer(templates=["word", "pos[-1]|pos"], window=1)`` thus
 produces the template instances ``word[-1]``, ``word``, ``word[+1]`` and
 ``pos[-1]|pos``.
+
+When a value of a conjunction contains ``|``, the values of that feature
+are escaped (``\\`` becomes ``\\\\``, ``|`` becomes ``\\|``), so that
+different tokens never share a conjunction feature: ``("A|B", "C")`` gives
+``pos[-1]|pos=A\\|B|C`` and ``("A", "B|C")`` gives ``pos[-1]|pos=A|B\\|C``.
+Offsets (and ``window``) are limited to 1000 tokens, column numbers and
+affix lengths to 10**6, and the templates to 10000 instances of 100000
+atoms in all after window expansion.
 """
 import re
-from collections.abc import Mapping
+import reprlib
+from collections.abc import Iterable, Mapping, Set
 from itertools import groupby, repeat
 from numbers import Integral
 
@@ -142,22 +151,52 @@ _DERIVED = {"lower": str.lower, "shape": _shape}
 # Template parsing
 # ---------------------------------------------------------------------------
 
+#: Largest offset a template may read (``word[+1000]``), hence the largest
+#: ``window``: beyond it every value is ``__BOS__`` or ``__EOS__`` anyway.
+_MAX_OFFSET = 1000
+#: Largest column number (``colN``) and affix length (``prefixN``).
+_MAX_NUMBER = 10**6
+#: Most template instances after window expansion: the output has up to one
+#: feature per token and instance.
+_MAX_INSTANCES = 10_000
+#: Most atoms in all template instances together (conjunctions count each).
+_MAX_ATOMS = 100_000
+
 _ATOM_RE = re.compile(
     r"(?P<name>[A-Za-z_][A-Za-z0-9_]*(?::[^\s|\[\]()=]+)?)"
     r"(?:\((?P<src>[^\s|\[\]()=]+)\))?"
-    r"(?:\[(?P<off>[+-]?\d+)\])?"
+    r"(?:\[(?P<off>[+-]?[0-9]+)\])?"
 )
-_COL_RE = re.compile(r"col(\d+)")
-_AFFIX_RE = re.compile(r"(prefix|suffix)(\d+)")
+_COL_RE = re.compile(r"col([0-9]+)")
+_AFFIX_RE = re.compile(r"(prefix|suffix)([0-9]+)")
+
+_short = reprlib.Repr()
+_short.maxstring = _short.maxother = 80
+_short.maxlist = _short.maxtuple = _short.maxdict = _short.maxset = 8
+_short = _short.repr
+"""repr() cut to a readable length, for error messages."""
 
 
-def _parse_column(name):
+def _bounded_int(text, limit, what, template):
+    """``int(text)`` of a ``[+-]digits`` string whose absolute value is at
+    most ``limit``; ValueError otherwise (checked on the digits, so that a
+    thousand-digit number is refused, not converted)."""
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > len(str(limit)) or int(digits) > limit:
+        raise ValueError(
+            f"Malformed template {_short(template)}: {what} {_short(text)} is too "
+            f"large; at most {limit}."
+        )
+    return -int(digits) if text.startswith("-") else int(digits)
+
+
+def _parse_column(name, template):
     """Canonical column name ('word', 'pos', 'colN', 'col:KEY') or None."""
     if name in ("word", "pos"):
         return name
     m = _COL_RE.fullmatch(name)
     if m:
-        n = int(m.group(1))
+        n = _bounded_int(m.group(1), _MAX_NUMBER, "column number", template)
         return "word" if n == 0 else f"col{n}"
     if name.startswith("col:"):
         key = name[4:]
@@ -175,48 +214,49 @@ def _parse_atom(text, template):
     m = _ATOM_RE.fullmatch(text)
     if m is None:
         raise ValueError(
-            f"Malformed template {template!r}: cannot parse {text!r}; expected "
-            "NAME, NAME(COLUMN), NAME[OFFSET] or NAME(COLUMN)[OFFSET]."
+            f"Malformed template {_short(template)}: cannot parse {_short(text)}; "
+            "expected NAME, NAME(COLUMN), NAME[OFFSET] or NAME(COLUMN)[OFFSET]."
         )
     name, src, off = m.group("name", "src", "off")
     explicit = off is not None
-    offset = int(off) if explicit else 0
+    offset = _bounded_int(off, _MAX_OFFSET, "offset", template) if explicit else 0
     column = "word"
     if src is not None:
-        column = _parse_column(src)
+        column = _parse_column(src, template)
         if column is None:
             raise ValueError(
-                f"Malformed template {template!r}: {src!r} is not a column; "
+                f"Malformed template {_short(template)}: {_short(src)} is not a column; "
                 "expected word, pos, colN or col:KEY."
             )
     if name == "bias":
         if src is not None or explicit:
             raise ValueError(
-                f"Malformed template {template!r}: 'bias' takes no column and "
+                f"Malformed template {_short(template)}: 'bias' takes no column and "
                 "no offset."
             )
         return ("bias", None, None, 0, False)
-    if _parse_column(name) is not None:
+    column_name = _parse_column(name, template)
+    if column_name is not None:
         if src is not None:
             raise ValueError(
-                f"Malformed template {template!r}: column atom {name!r} takes no "
+                f"Malformed template {_short(template)}: column atom {_short(name)} takes no "
                 "column argument."
             )
-        return ("column", None, _parse_column(name), offset, explicit)
+        return ("column", None, column_name, offset, explicit)
     if name in _DERIVED:
         return ("derived", name, column, offset, explicit)
     if name in _FLAGS:
         return ("flag", name, column, offset, explicit)
     m = _AFFIX_RE.fullmatch(name)
     if m:
-        n = int(m.group(2))
+        n = _bounded_int(m.group(2), _MAX_NUMBER, f"{m.group(1)} length", template)
         if n < 1:
             raise ValueError(
-                f"Malformed template {template!r}: {name!r} needs a length N >= 1."
+                f"Malformed template {_short(template)}: {_short(name)} needs a length N >= 1."
             )
         return ("derived", (m.group(1), n), column, offset, explicit)
     raise ValueError(
-        f"Malformed template {template!r}: unknown template name {name!r} "
+        f"Malformed template {_short(template)}: unknown template name {_short(name)} "
         "(other dict keys are read with col:KEY)."
     )
 
@@ -244,17 +284,27 @@ def _parse_templates(templates, window):
     """
     if len(templates) == 0:
         raise ValueError("templates must contain at least one template.")
+    if len(templates) > _MAX_INSTANCES:
+        raise ValueError(
+            f"templates has {len(templates)} templates; at most {_MAX_INSTANCES} "
+            "are allowed."
+        )
     instances = {}
+    n_atoms = 0
     for i, template in enumerate(templates):
         if not isinstance(template, str):
             raise ValueError(
-                f"Template at position {i} must be a string, got {template!r}."
+                f"Template at position {i} must be a string, got {_short(template)}."
             )
-        parts = [p.strip() for p in template.split("|")]
+        parts = [p.strip() for p in template.split("|", _MAX_ATOMS)]
+        if len(parts) > _MAX_ATOMS:
+            raise ValueError(
+                f"Malformed template {_short(template)}: more than {_MAX_ATOMS} atoms."
+            )
         atoms = [_parse_atom(p, template) for p in parts]
         if any(a[0] == "bias" for a in atoms) and len(atoms) > 1:
             raise ValueError(
-                f"Malformed template {template!r}: 'bias' cannot be part of a "
+                f"Malformed template {_short(template)}: 'bias' cannot be part of a "
                 "conjunction."
             )
         if atoms[0][0] == "bias" or any(a[4] for a in atoms):
@@ -267,7 +317,15 @@ def _parse_templates(templates, window):
                 for kind, arg, col, off, _ in atoms
             )
             name = "|".join(_atom_name(a[2], a[4]) for a in inst)
-            instances.setdefault(name, inst)
+            if instances.setdefault(name, inst) is inst:
+                n_atoms += len(inst)
+        if len(instances) > _MAX_INSTANCES or n_atoms > _MAX_ATOMS:
+            raise ValueError(
+                f"templates[:{i + 1}] with window={window} already expand to "
+                f"{len(instances)} template instances of {n_atoms} atoms; at most "
+                f"{_MAX_INSTANCES} instances of {_MAX_ATOMS} atoms are allowed (use "
+                "fewer templates or a smaller window)."
+            )
     return list(instances.items())
 
 
@@ -286,6 +344,20 @@ def _token_kind(token):
     return None
 
 
+def _join_values(values):
+    r"""Value part of a conjunction's feature name: the values joined by ``|``.
+
+    When a value contains ``|``, every value is escaped (``\`` becomes
+    ``\\`` and ``|`` becomes ``\|``), so that two different tuples never
+    share a name: a name of ``|``-free values has exactly ``len(values) - 1``
+    bars and splits one way only; an escaped name has more bars than that and
+    decodes one way only.  Names of ``|``-free values are left as they are.
+    """
+    if any("|" in v for v in values):
+        values = [v.replace("\\", "\\\\").replace("|", "\\|") for v in values]
+    return "|".join(values)
+
+
 def _factorize(values):
     """Integer codes and the list of distinct values, in order of appearance."""
     uniques = list(dict.fromkeys(values))
@@ -299,26 +371,28 @@ class _Corpus:
     """All tokens of ``X`` flattened, with the helpers the templates need."""
 
     def __init__(self, X):
-        if isinstance(X, (str, bytes, Mapping)):
-            raise ValueError(
-                "X must be a sequence of sentences (lists of tokens), got "
-                f"{type(X).__name__}."
+        if isinstance(X, (str, bytes, Mapping, Set)) or not isinstance(X, Iterable):
+            raise TypeError(
+                "X: expected a sequence of sentences (lists of tokens); got "
+                f"{type(X).__name__}"
             )
         flat, lengths = [], []
         for i, sentence in enumerate(X):
-            if isinstance(sentence, (str, bytes, Mapping)) or not hasattr(
+            # A set has no order and a str is one token, not a sentence.
+            if isinstance(sentence, (str, bytes, Mapping, Set)) or not hasattr(
                 sentence, "__len__"
             ):
-                raise ValueError(
-                    f"Sentence {i} must be a sequence of tokens, got "
-                    f"{type(sentence).__name__}."
+                raise TypeError(
+                    f"X[{i}]: expected a sequence of tokens; got "
+                    f"{type(sentence).__name__}"
                 )
-            if len(sentence) == 0:
-                raise ValueError(f"Sentence {i} is empty.")
-            lengths.append(len(sentence))
-            flat.extend(sentence)
+            tokens = list(sentence)
+            if not tokens:
+                raise ValueError(f"X[{i}]: sentence is empty (0 tokens)")
+            lengths.append(len(tokens))
+            flat.extend(tokens)
         if not lengths:
-            raise ValueError("X is empty: at least one sentence is needed.")
+            raise ValueError("X: contains no sentences")
         self.flat = flat
         self.n_tokens = n = len(flat)
         self.lengths = np.asarray(lengths, dtype=np.intp)
@@ -328,16 +402,16 @@ class _Corpus:
         self.position = np.arange(n) - self.starts[:-1][sentence_of]
         self.sentence_length = self.lengths[sentence_of]
 
-        kinds = set()
-        for tp in set(map(type, flat)):
-            kind = _token_kind(next(t for t in flat if type(t) is tp))
-            if kind is None:
-                i = next(i for i, t in enumerate(flat) if type(t) is tp)
-                raise ValueError(
-                    f"{self._where(i)} has unsupported type {tp.__name__}: "
-                    "expected a str, a tuple/list of str or a dict of str."
-                )
-            kinds.add(kind)
+        kind_of = {tp: _token_kind(next(t for t in flat if type(t) is tp))
+                   for tp in set(map(type, flat))}
+        if None in kind_of.values():
+            i, tp = next((i, type(t)) for i, t in enumerate(flat)
+                         if kind_of[type(t)] is None)
+            raise TypeError(
+                f"{self._where(i)}: unsupported token type {tp.__name__}; "
+                "expected a str, a tuple/list of str or a dict of str"
+            )
+        kinds = set(kind_of.values())
         self.kind = kinds.pop() if len(kinds) == 1 else "mixed"
         self._columns = {}
         self._bases = {}
@@ -345,7 +419,7 @@ class _Corpus:
 
     def _where(self, i):
         s = int(np.searchsorted(self.starts, i, side="right")) - 1
-        return f"Token {i - self.starts[s]} of sentence {s}"
+        return f"X[{s}], token {i - self.starts[s]}"
 
     @staticmethod
     def _getter(column):
@@ -398,12 +472,12 @@ class _Corpus:
                 value = get(token)
             except (KeyError, IndexError, TypeError):
                 raise ValueError(
-                    f"{self._where(i)} has no column {column!r}: {token!r}."
+                    f"{self._where(i)}: no column {column!r} in {_short(token)}"
                 ) from None
             if not isinstance(value, str):
-                raise ValueError(
+                raise TypeError(
                     f"{self._where(i)}: the value of column {column!r} must be "
-                    f"a string, got {value!r} ({type(value).__name__})."
+                    f"a string; got {_short(value)} ({type(value).__name__})"
                 )
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -464,6 +538,8 @@ class _Corpus:
         ``mask`` is true (everywhere when ``mask`` is None).
         """
         codes, table, mask = self.atom(*atoms[0])
+        if len(atoms) > 1:
+            table = [(v,) for v in table]
         for atom in atoms[1:]:
             codes_b, table_b, mask_b = self.atom(*atom)
             nb = len(table_b)
@@ -472,10 +548,12 @@ class _Corpus:
             codes = codes.reshape(-1)
             qa, rb = np.divmod(uniq, nb)
             table = [
-                table[i] + "|" + table_b[j] for i, j in zip(qa.tolist(), rb.tolist())
+                table[i] + (table_b[j],) for i, j in zip(qa.tolist(), rb.tolist())
             ]
             if mask_b is not None:
                 mask = mask_b if mask is None else mask & mask_b
+        if len(atoms) > 1:
+            table = list(map(_join_values, table))
         if all(a[0] in ("flag", "bias") for a in atoms):
             names = [name] * len(table)
         else:
@@ -504,7 +582,9 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         Feature templates, e.g. ``["bias", "word", "suffix3", "pos[-1]|pos"]``.
     window : int, default=0
         Templates written without an explicit offset (except ``bias``) are
-        expanded to offsets ``-window`` to ``+window``.
+        expanded to offsets ``-window`` to ``+window``.  At most 1000, as are
+        explicit offsets; the templates may expand to at most 10000 template
+        instances of 100000 atoms in all.
     min_freq : int, default=1
         Features occurring on fewer than ``min_freq`` tokens of the training
         data are dropped from the vocabulary.  Must be 1 with hashing.
@@ -549,7 +629,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
 
     _parameter_constraints = {
         "templates": [list, tuple],
-        "window": [Interval(Integral, 0, None, closed="left")],
+        "window": [Interval(Integral, 0, _MAX_OFFSET, closed="both")],
         "min_freq": [Interval(Integral, 1, None, closed="left")],
         "hashing": ["boolean"],
         "n_features": [Interval(Integral, 1, np.iinfo(np.int32).max, closed="both")],
@@ -569,6 +649,11 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
 
     def _prepare(self):
         """Validate the parameters and parse the templates."""
+        for param in ("window", "min_freq", "n_features"):
+            if isinstance(getattr(self, param), (bool, np.bool_)):
+                raise TypeError(
+                    f"{param}={getattr(self, param)} must be an int, not a bool."
+                )
         if self.hashing and self.min_freq != 1:
             raise ValueError(
                 f"min_freq={self.min_freq} cannot be used with hashing=True: "
@@ -667,7 +752,11 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
             hasher = FeatureHasher(
                 self.n_features, input_type="string", alternate_sign=False
             )
-            return hasher.transform([name] for name in names).indices
+            # surrogatepass: a lone surrogate (e.g. from a file read with
+            # errors="surrogateescape") hashes instead of failing to encode.
+            return hasher.transform(
+                [name.encode("utf-8", "surrogatepass")] for name in names
+            ).indices
         return np.fromiter(
             map(self.vocabulary_.get, names, repeat(-1)),
             dtype=np.intp,

@@ -376,52 +376,54 @@ def test_parameter_errors():
 
 
 @pytest.mark.parametrize(
-    "X, templates, message",
+    "X, templates, error, message",
     [
-        ([], ["word"], "X is empty"),
-        ("a sentence", ["word"], "X must be a sequence of sentences"),
-        ([SENT, []], ["word"], "Sentence 1 is empty"),
-        ([SENT, "abc"], ["word"], "Sentence 1 must be a sequence of tokens"),
-        ([SENT, [("a", "B"), ("b",)]], ["pos"],
-         "Token 1 of sentence 1 has no column 'pos'"),
-        ([["a", "b"], ["c"]], ["word", "pos[-1]"],
-         "Token 0 of sentence 0 has no column 'pos'"),
-        ([[("a", "B")], [{"word": "c"}]], ["pos"],
-         "Token 0 of sentence 1 has no column 'pos'"),
-        ([[{"word": "c", "pos": "X"}]], ["col1"],
-         "Token 0 of sentence 0 has no column 'col1'"),
-        ([[("c", "X")]], ["col:lemma"],
-         "Token 0 of sentence 0 has no column 'col:lemma'"),
-        ([["a", "b"], ["c", 3]], ["word"],
-         "Token 1 of sentence 1 has unsupported type int"),
-        ([[("a", "B"), None]], ["word"],
-         "Token 1 of sentence 0 has unsupported type NoneType"),
-        ([[("a", "B")], [("b", 7)]], ["pos"],
-         "Token 0 of sentence 1: the value of column 'pos' must be a string, got 7"),
-        ([[{"word": None}]], ["word"],
-         "the value of column 'word' must be a string, got None"),
+        ([], ["word"], ValueError, "X: contains no sentences"),
+        ("a sentence", ["word"], TypeError,
+         "X: expected a sequence of sentences .*; got str"),
+        ([SENT, []], ["word"], ValueError, "X\\[1\\]: sentence is empty"),
+        ([SENT, "abc"], ["word"], TypeError,
+         "X\\[1\\]: expected a sequence of tokens; got str"),
+        ([SENT, [("a", "B"), ("b",)]], ["pos"], ValueError,
+         "X\\[1\\], token 1: no column 'pos' in \\('b',\\)"),
+        ([["a", "b"], ["c"]], ["word", "pos[-1]"], ValueError,
+         "X\\[0\\], token 0: no column 'pos'"),
+        ([[("a", "B")], [{"word": "c"}]], ["pos"], ValueError,
+         "X\\[1\\], token 0: no column 'pos'"),
+        ([[{"word": "c", "pos": "X"}]], ["col1"], ValueError,
+         "X\\[0\\], token 0: no column 'col1'"),
+        ([[("c", "X")]], ["col:lemma"], ValueError,
+         "X\\[0\\], token 0: no column 'col:lemma'"),
+        ([["a", "b"], ["c", 3]], ["word"], TypeError,
+         "X\\[1\\], token 1: unsupported token type int"),
+        ([[("a", "B"), None]], ["word"], TypeError,
+         "X\\[0\\], token 1: unsupported token type NoneType"),
+        ([[("a", "B")], [("b", 7)]], ["pos"], TypeError,
+         "X\\[1\\], token 0: the value of column 'pos' must be a string; got 7"),
+        ([[{"word": None}]], ["word"], TypeError,
+         "the value of column 'word' must be a string; got None"),
     ],
 )
-def test_input_errors(X, templates, message):
+def test_input_errors(X, templates, error, message):
     vec = SequenceVectorizer(templates)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(error, match=message):
         vec.fit(X)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(error, match=message):
         vec.token_features(X)
 
 
 @pytest.mark.parametrize(
-    "X, message",
+    "X, error, message",
     [
-        ([], "X is empty"),
-        ([SENT, SENT, []], "Sentence 2 is empty"),
-        ([SENT, ["word"]], "Token 0 of sentence 1 has no column 'pos'"),
-        ([[("a", "B"), 1.5]], "Token 1 of sentence 0 has unsupported type float"),
+        ([], ValueError, "X: contains no sentences"),
+        ([SENT, SENT, []], ValueError, "X\\[2\\]: sentence is empty"),
+        ([SENT, ["word"]], ValueError, "X\\[1\\], token 0: no column 'pos'"),
+        ([[("a", "B"), 1.5]], TypeError, "X\\[0\\], token 1: unsupported token type float"),
     ],
 )
-def test_transform_errors(X, message):
+def test_transform_errors(X, error, message):
     vec = SequenceVectorizer(["word", "pos"]).fit([SENT])
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(error, match=message):
         vec.transform(X)
 
 
@@ -551,9 +553,249 @@ def test_synthetic_corpus():
 
 
 def test_equal_names_within_a_template_are_counted_together():
-    # "a|b" + "c" and "a" + "b|c" give the same name; so do a literal
-    # "__BOS__" and the boundary marker.
-    X = [[("__BOS__", "a|b"), ("y", "c")], [("x", "a"), ("y", "b|c")]]
-    vec = SequenceVectorizer(["pos[-1]|pos", "word[-1]"], min_freq=2).fit(X)
-    assert sorted(vec.vocabulary_) == ["pos[-1]|pos=a|b|c", "word[-1]=__BOS__"]
+    # A literal "__BOS__" and the boundary marker give the same name.
+    X = [[("__BOS__", "a"), ("y", "c")], [("x", "a"), ("y", "b")]]
+    vec = SequenceVectorizer(["word[-1]"], min_freq=2).fit(X)
+    assert sorted(vec.vocabulary_) == ["word[-1]=__BOS__"]
     check_consistency(vec, X)
+
+
+def test_bars_in_values_do_not_merge_conjunctions():
+    # Regression: ("a|b", "c") and ("a", "b|c") both gave "pos[-1]|pos=a|b|c".
+    X = [[("x", "a|b"), ("y", "c")], [("x", "a"), ("y", "b|c")]]
+    vec = SequenceVectorizer(["pos[-1]|pos"]).fit(X)
+    feats = vec.token_features(X)
+    assert feats[0][1] == ["pos[-1]|pos=a\\|b|c"]
+    assert feats[1][1] == ["pos[-1]|pos=a|b\\|c"]
+    # Escaping covers the backslash too: ("a\\", "b|c") vs ("a|b\\", "c").
+    X = [[("a\\", "b|c")], [("a|b\\", "c")], [("a\\", "b")]]
+    names = [f[0] for s in SequenceVectorizer(["word|pos"]).token_features(X) for f in s]
+    assert names == ["word|pos=a\\\\|b\\|c", "word|pos=a\\|b\\\\|c",
+                     "word|pos=a\\|b"]  # no bar in a value: as before
+    assert len(set(names)) == 3
+    check_consistency(vec, [[("x", "a|b"), ("y", "c")]])
+    # A single value is never escaped.
+    assert features(["word"], [["a|b"]]) == [["word=a|b"]]
+
+
+# ---------------------------------------------------------------------------
+# Hostile input: bounded sizes, clear errors, unambiguous names
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("window", [10**6, 1001, 2**63, -1])
+def test_window_is_bounded(window):
+    # Regression: window=10**6 expanded to 2 million templates and hung.
+    with pytest.raises(ValueError, match="'window' parameter.*\\[0, 1000\\]"):
+        SequenceVectorizer(["word"], window=window).fit([SENT])
+    with pytest.raises(ValueError, match="'window' parameter"):
+        SequenceVectorizer(["word"], window=window).token_features([SENT])
+
+
+def test_largest_window_and_offset_work():
+    vec = SequenceVectorizer(["word"], window=1000).fit([["a", "b"]])
+    assert len(vec.templates_) == 2001
+    assert vec.token_features([["a"]])[0][0][999:1002] == [
+        "word[-1]=__BOS__", "word=a", "word[+1]=__EOS__"]
+    assert features(["word[-1000]", "word[+1000]"], [["a"]]) == [
+        ["word[-1000]=__BOS__", "word[+1000]=__EOS__"]]
+
+
+def test_template_instances_are_bounded():
+    templates = [f"col:k{i}" for i in range(10)]
+    with pytest.raises(ValueError, match="expand to 10010 template instances of 10010 "
+                       "atoms; at most 10000 instances of 100000 atoms"):
+        SequenceVectorizer(templates, window=500).fit([SENT])
+    with pytest.raises(ValueError, match="10001 templates; at most 10000"):
+        SequenceVectorizer(["word"] * 10001).fit([SENT])
+    conjunction = "|".join(f"word[{i}]" for i in range(-500, 501))  # 1001 atoms, 1002 with pos
+    with pytest.raises(ValueError, match="templates\\[:100\\] with window=0 already "
+                       "expand to 100 template instances of 100200 atoms"):
+        SequenceVectorizer([conjunction + f"|pos[{i}]" for i in range(100)]).fit([SENT])
+    with pytest.raises(ValueError, match="more than 100000 atoms"):
+        SequenceVectorizer(["|".join(["word"] * 100001)]).fit([SENT])
+    # duplicates are not counted twice
+    assert len(SequenceVectorizer([conjunction] * 200).fit([SENT]).templates_) == 1
+
+
+@pytest.mark.parametrize(
+    "template, message",
+    [
+        ("word[99999999999999999999]", "offset '99999999999999999999' is too large; "
+         "at most 1000"),
+        ("pos[-1001]", "offset '-1001' is too large"),
+        ("word[" + "9" * 5000 + "]", "offset '9999.*' is too large"),
+        ("suffix2(pos)[1001]|word", "offset '1001'"),
+        ("prefix" + "9" * 5000, "prefix length '9999.*' is too large; at most 1000000"),
+        ("col99999999999999999999", "column number '9999.*' is too large"),
+        ("suffix3(col99999999999)", "column number"),
+        ("word[٣]", "cannot parse"),  # only ASCII digits
+    ],
+)
+def test_huge_numbers_in_templates(template, message):
+    # Regression: a huge offset gave OverflowError, a 5000-digit one Python's
+    # "Exceeds the limit (4300 digits)".
+    with pytest.raises(ValueError, match=f"Malformed template '.*'.*{message}"):
+        SequenceVectorizer([template]).fit([SENT])
+
+
+def test_leading_zeros_are_not_too_large():
+    vec = SequenceVectorizer(["word[" + "0" * 50 + "1]", "col000001", "prefix0002"])
+    assert vec.fit([SENT]).templates_ == ["word[+1]", "col1", "prefix2"]
+
+
+def test_bool_parameters_are_refused():
+    for param in ("window", "min_freq", "n_features"):
+        with pytest.raises(TypeError, match=f"{param}=True must be an int"):
+            SequenceVectorizer(["word"], **{param: True}).fit([SENT])
+
+
+@pytest.mark.parametrize(
+    "X, error, message",
+    [
+        (None, TypeError, "X: expected a sequence of sentences .*; got NoneType"),
+        (3, TypeError, "got int"),
+        ({("a",)}, TypeError, "got set"),
+        ([{"a", "b"}], TypeError, "X\\[0\\]: expected a sequence of tokens; got set"),
+        ([[b"bytes"]], TypeError, "X\\[0\\], token 0: unsupported token type bytes"),
+        ([["a", np.int64(3)]], TypeError, "X\\[0\\], token 1: unsupported token type int64"),
+        ([[{"word": float("nan")}]], TypeError, "X\\[0\\], token 0: the value of column "
+         "'word' must be a string; got nan \\(float\\)"),
+        ([[{"word": b"a"}]], TypeError, "got b'a' \\(bytes\\)"),
+        ([[(None, "a")]], TypeError, "got None"),
+        ([[np.array([1, 2])]], TypeError, "got np.int64\\(1\\)|got 1 "),
+    ],
+)
+def test_more_input_errors(X, error, message):
+    with pytest.raises(error, match=message):
+        SequenceVectorizer(["word"]).fit(X)
+    with pytest.raises(error, match=message):
+        SequenceVectorizer(["word"]).fit([["a"]]).transform(X)
+
+
+def test_first_bad_token_is_named():
+    # the error names the first bad token, whatever the order of types in a set
+    X = [["a", "b"], ["c", 2.5, None, 7]]
+    with pytest.raises(TypeError, match="X\\[1\\], token 1: unsupported token type float"):
+        SequenceVectorizer(["word"]).fit(X)
+
+
+def test_long_reprs_are_cut_in_messages():
+    huge = ("w" * 10**5, "NN")
+    with pytest.raises(ValueError) as info:
+        SequenceVectorizer(["col5"]).fit([[huge]])
+    assert len(str(info.value)) < 300
+    with pytest.raises(ValueError) as info:
+        SequenceVectorizer(["x" * 10**5]).fit([SENT])
+    assert len(str(info.value)) < 400
+
+
+def test_lone_surrogates_hash():
+    # Regression: hashing=True raised UnicodeEncodeError on a lone surrogate.
+    X = [["\ud800", "a"], [("b\udcff", "x")]]
+    vec = SequenceVectorizer(["word", "word[-1]|word"], hashing=True, n_features=64)
+    Xt = vec.fit_transform(X)
+    assert [m.nnz for m in Xt] == [4, 2]
+    plain = SequenceVectorizer(["word"], hashing=True, n_features=2**12)
+    hasher = FeatureHasher(2**12, input_type="string", alternate_sign=False)
+    assert (plain.fit_transform([["a", "bé"]])[0]
+            != hasher.transform([["word=a"], ["word=bé"]])).nnz == 0
+    assert "word=\ud800" in SequenceVectorizer(["word"]).fit(X).vocabulary_
+
+
+def test_sentences_are_read_once():
+    class Once:
+        """A sentence that can be iterated only once (and lies about its length)."""
+
+        def __init__(self, tokens):
+            self.tokens = iter(tokens)
+
+        def __len__(self):
+            return 99
+
+        def __iter__(self):
+            return self.tokens
+
+    vec = SequenceVectorizer(["word", "word[+1]"])
+    assert vec.fit([Once(["a", "b"])]).token_features([Once(["a", "b"])]) == [
+        [["word=a", "word[+1]=b"], ["word=b", "word[+1]=__EOS__"]]]
+
+
+# -- property-based: random sentences never crash, names never collide -------
+
+odd_strings = st.one_of(
+    st.text(max_size=4),
+    st.sampled_from(["|", "\\", "\\|", "|\\", "||", "", "=", "a=b", " ", "__BOS__",
+                     "__EOS__", "\ud800", "[1]", "word", "\x00", "\u2028"]),
+)
+odd_values = st.one_of(odd_strings, st.sampled_from(
+    [None, float("nan"), 1, b"x", ("a",), np.str_("np")]))
+odd_tokens = st.one_of(
+    odd_strings,
+    st.tuples(odd_strings, odd_strings),
+    st.lists(odd_strings, min_size=1, max_size=3),
+    st.dictionaries(st.sampled_from(["word", "pos", "x", "|", "", 1, None]), odd_values,
+                    max_size=3),
+    st.dictionaries(st.sampled_from(["word", "pos"]), odd_strings, min_size=2),
+    st.sampled_from([None, 1.5, b"b", np.array(["w", "t"])]),
+)
+odd_templates = st.one_of(
+    st.sampled_from(ALL_TEMPLATES + ["col:x", "word|col:x", "pos|pos[+1]|word",
+                                     "suffix2(col:|)", "col:word|lower(pos)[-2]"]),
+    st.text(max_size=12),
+)
+
+
+def transform_or_error(params, X):
+    """(vocabulary, dense matrices) of fit_transform, or the error's type."""
+    try:
+        vec = SequenceVectorizer(**params)
+        Xt = vec.fit_transform(X)
+    except (ValueError, TypeError) as exc:
+        assert str(exc)  # errors say something
+        return type(exc)
+    vocabulary = getattr(vec, "vocabulary_", None)
+    assert [m.shape[0] for m in Xt] == [len(s) for s in X]
+    again = vec.transform(X)
+    assert all((a != b).nnz == 0 for a, b in zip(Xt, again))
+    return vocabulary, [m.toarray().tolist() for m in Xt]
+
+
+@settings(max_examples=150, deadline=None)
+@given(X=st.lists(st.lists(odd_tokens, min_size=1, max_size=4), max_size=3),
+       templates=st.lists(odd_templates, min_size=1, max_size=4),
+       window=st.integers(0, 2), hashing=st.booleans())
+def test_random_sentences_never_crash(X, templates, window, hashing):
+    params = dict(templates=templates, window=window, hashing=hashing, n_features=16)
+    first = transform_or_error(params, X)
+    # Equal inputs (copies, not the same objects) give equal outputs.
+    copy = [[t.copy() if isinstance(t, (dict, list, np.ndarray)) else t for t in s]
+            for s in X]
+    second = transform_or_error(params, copy)
+    if isinstance(first, type):
+        assert first is second
+    else:
+        assert first[0] == second[0]
+        assert np.array_equal(np.asarray(first[1], dtype=object),
+                              np.asarray(second[1], dtype=object))
+
+
+@settings(max_examples=150, deadline=None)
+@given(X=st.lists(st.lists(st.tuples(*[st.one_of(st.text("a|\\", max_size=3),
+                                                 odd_strings)] * 3),
+                           min_size=1, max_size=6), min_size=1, max_size=6))
+def test_different_tokens_never_share_a_conjunction(X):
+    # a small alphabet with "|" and "\\", so that a collision would be found
+    templates = ["word|pos", "pos[-1]|pos", "word|pos|col2", "word|is_upper(pos)"]
+    feats = SequenceVectorizer(templates).token_features(X)
+    seen = {}
+    for sentence, sentence_feats in zip(X, feats):
+        for t, (token, names) in enumerate(zip(sentence, sentence_feats)):
+            values = {"word|pos": token[:2], "word|pos|col2": token,
+                      "word|is_upper(pos)": (token[0], token[1].isupper())}
+            if t > 0:  # inside the sentence: no boundary marker
+                values["pos[-1]|pos"] = (sentence[t - 1][1], token[1])
+            for name in names:
+                template = name.split("=", 1)[0]
+                if template in values:
+                    assert seen.setdefault(name, values[template]) == values[template]
