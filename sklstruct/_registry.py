@@ -3,12 +3,9 @@
 ``sklstruct.__init__``, the command line and the common tests read their lists
 of estimators from here, so adding a learner means adding one line below.
 """
-from .larank import LaRankTagger
-from .mira import KBestMIRATagger
+from .learners import (KBestMIRATagger, LaRankTagger, PassiveAggressiveTagger, SDMTagger,
+                       StructuredPerceptronTagger)
 from .parsing import F1MaxMarginParser, PCFGParser
-from .passive_aggressive import PassiveAggressiveTagger
-from .perceptron import StructuredPerceptronTagger
-from .sdm import SDMTagger
 
 #: The sequence taggers, by the short name the command line uses.
 TAGGERS = {

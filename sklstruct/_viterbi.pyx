@@ -12,7 +12,7 @@ and the end scores (row L+1).  This is w.F(x, y) of Mancev & Todorovic (paper
 Kernels (``cdef ... nogil``) take raw pointers and trust their arguments; the
 ``def`` functions below validate shapes and values first and are what the rest
 of the package and the tests call.  Loss-augmented decoding with the Hamming
-cost (paper 000, eq. 12) is decoding on ``E + cost * [y_t != gold_t]``.
+cost (Mancev & Todorovic, eq. 12) is decoding on ``E + cost * [y_t != gold_t]``.
 """
 import numpy as np
 
@@ -102,7 +102,7 @@ cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P
 # would cost more than it saves.  Each new sequence at the end node costs
 # O(T L), with at most one new set per position, so O(T L^2 + K T L) in all
 # instead of the O(T L (L + K^2)) of k-best lists at every node.  Like the
-# forward-Viterbi, backward-A* search that paper 000 (section 5) uses, it runs
+# forward-Viterbi, backward-A* search that Mancev & Todorovic (section 5) uses, it runs
 # one Viterbi pass and then extends only what the next sequence needs; both
 # are exact, so they find the same k best (this one in the tie order below).
 
@@ -113,6 +113,8 @@ cdef int kbest_alloc(KBestScratch* s, Py_ssize_t max_T, Py_ssize_t L,
     and up to K sequences; -1 when out of memory (free with kbest_free)."""
     cdef Py_ssize_t n_nodes = max(max_T, 1) * L + 1
     s.K = max(K, 1)
+    if s.K > (<Py_ssize_t>1 << 40) // n_nodes:
+        return -1          # the rank tables would not fit in memory (or would wrap)
     s.cap = L
     # a new sequence at the end node starts at most one set per position
     s.max_sets = max(min((s.K - 1) * (max(max_T, 1) + 1), n_nodes), 1)
@@ -349,13 +351,6 @@ def _loss_augmented(E, P, gold, double cost):
     return E, P
 
 
-def pack_chain(transitions, start, end):
-    """Stack transitions (L, L), start (L,) and end (L,) scores into P (L+2, L)."""
-    return np.vstack([np.asarray(transitions, dtype=np.float64),
-                      np.asarray(start, dtype=np.float64)[None, :],
-                      np.asarray(end, dtype=np.float64)[None, :]])
-
-
 def sequence_score(E, P, path):
     """Score of one label sequence ``path`` under emissions ``E`` and chain ``P``."""
     E, P, path = _check_chain(E, P, path)
@@ -373,10 +368,10 @@ def viterbi_decode(E, P, gold=None, double cost=0.0):
     E : ndarray of shape (T, L)
         Emission scores.
     P : ndarray of shape (L + 2, L)
-        Transitions, start and end scores (see :func:`pack_chain`).
+        Transitions, start and end scores (see :func:`sklstruct.chain.pack_chain`).
     gold : array-like of shape (T,), optional
         With ``cost > 0``, decode loss-augmented: maximise
-        s(y) + cost * Hamming(gold, y) (paper 000, eq. 12).
+        s(y) + cost * Hamming(gold, y) (Mancev & Todorovic, eq. 12).
     cost : float, default=0
         Hamming cost per wrong token.
 
@@ -443,7 +438,7 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
 def decode_corpus(const long long[::1] indptr, const int[::1] indices, const double[::1] data,
                   const long long[::1] offsets, const double[:, ::1] W, const double[:, ::1] P):
     """Viterbi labels of every sentence of a stacked CSR corpus (no validation:
-    callers pass arrays checked by :mod:`sklstruct.base`).
+    callers pass arrays checked by :func:`sklstruct.chain.as_stacked`).
 
     Returns an int32 array with one label per token (row of the stacked matrix).
     """

@@ -1,7 +1,7 @@
-"""The first-order linear-chain model: scores, joint feature map, costs and decoding.
+"""The first-order linear-chain model: its data, parameter layout and a reference.
 
 For a sentence with token features ``x`` (T x F) and a label sequence ``y``, the
-joint feature map F(x, y) of paper 000 (section 3) has three blocks:
+joint feature map F(x, y) (Mancev & Todorovic, section 3) has three blocks:
 
 * emission features: ``sum_t x_t (outer) e_{y_t}``, an F x L block;
 * transition features: one count per label bigram ``(y_{t-1}, y_t)``, L x L;
@@ -9,27 +9,211 @@ joint feature map F(x, y) of paper 000 (section 3) has three blocks:
 
 The weights ``w`` are laid out the same way: ``W`` (F x L, the transpose of the
 estimators' ``coef_``) and the chain parameters ``P`` ((L + 2) x L: transitions,
-start row, end row; see :func:`pack_chain`).  Then ``w.F(x, y)`` is
-:func:`sequence_score` of the emission scores ``E = x @ W``.
+start row, end row; :func:`pack_chain` / :func:`unpack_chain`).  Then
+``w.F(x, y)`` is :func:`sequence_score` of the emission scores ``E = x @ W``.
 
-The functions here are the readable reference of the model; learners run the
-same computations inside their Cython loops (``_viterbi.pyx``, ``_online.pyx``).
+:class:`StackedSentences` is how the taggers hold a corpus: one CSR matrix of
+all tokens plus sentence offsets, seen from outside as a list of per-sentence
+matrices.  The plain NumPy functions here are the readable reference of the
+model, used by the tests; the learners run the same computations in C
+(:mod:`sklstruct._viterbi`, :mod:`sklstruct._chain`).
 """
+from collections.abc import Sequence
+from numbers import Integral
+
 import numpy as np
 import scipy.sparse as sp
 
-from ._viterbi import kbest_decode, pack_chain, sequence_score, viterbi_decode
+from ._chain import ChainData
+from ._validation import check_csr_sentence, check_sentence_list
+from ._viterbi import kbest_decode, sequence_score, viterbi_decode
 
 __all__ = [
+    "StackedSentences",
+    "as_stacked",
     "emission_scores",
     "joint_feature",
     "hamming_loss",
     "pack_chain",
+    "unpack_chain",
     "sequence_score",
     "viterbi_decode",
     "kbest_decode",
 ]
 
+
+class StackedSentences(Sequence):
+    """Per-sentence feature matrices held as one stacked CSR matrix.
+
+    To scikit-learn and to users it is a list of sentences: ``len``,
+    iteration and ``X[i]`` (the CSR matrix of sentence ``i``) work as on a
+    list; ``X[a:b]``, ``X[[i, j]]`` and boolean masks give a
+    ``StackedSentences`` of those sentences, so splitters, ``_safe_indexing``,
+    ``GridSearchCV`` and pickling keep the stacked form, and the taggers fit
+    and predict on it without stacking again.  ``shape`` is
+    ``(n_sentences,)``, as for a 1-D object array of sentences.
+
+    :meth:`sklstruct.SequenceVectorizer.transform` returns one; plain lists
+    of matrices are accepted everywhere too.
+
+    Parameters
+    ----------
+    matrix : sparse matrix of shape (n_tokens, n_features)
+        All tokens, sentence after sentence.
+    offsets : array-like of int, shape (n_sentences + 1,)
+        Sentence ``i`` is rows ``offsets[i]:offsets[i + 1]``; starts at 0 and
+        ends at ``n_tokens``; every sentence has at least one token.
+    """
+
+    def __init__(self, matrix, offsets):
+        if not sp.issparse(matrix):
+            raise TypeError(f"matrix: expected a sparse matrix; got {type(matrix).__name__}")
+        matrix = check_csr_sentence(matrix, "matrix") if matrix.shape[0] else matrix
+        offsets = np.asarray(offsets)
+        if offsets.ndim != 1 or offsets.dtype.kind not in "iu" or offsets.shape[0] < 2:
+            raise ValueError("offsets: expected a 1-D integer array of n_sentences + 1 entries")
+        offsets = offsets.astype(np.int64)
+        if offsets[0] != 0 or offsets[-1] != matrix.shape[0] or np.any(np.diff(offsets) < 1):
+            raise ValueError("offsets: must start at 0, end at the number of rows and "
+                             "increase strictly (no empty sentence)")
+        self._set(matrix, offsets)
+
+    def _set(self, matrix, offsets):
+        for a in (matrix.indptr, matrix.indices, matrix.data, offsets):
+            a.flags.writeable = False
+        self.matrix = matrix
+        self.offsets = offsets
+        self._data = None
+
+    @classmethod
+    def _trusted(cls, matrix, offsets):
+        """Build from a canonical CSR float64 matrix and offsets known valid."""
+        self = cls.__new__(cls)
+        self._set(matrix, offsets)
+        return self
+
+    # -- what the kernels read ---------------------------------------------------------
+
+    @property
+    def n_features(self):
+        return self.matrix.shape[1]
+
+    @property
+    def lengths(self):
+        return np.diff(self.offsets)
+
+    @property
+    def shape(self):
+        return (len(self),)
+
+    def chain_data(self):
+        """The corpus as the C kernels read it (cached)."""
+        if self._data is None:
+            m = self.matrix
+            self._data = ChainData(m.indptr, m.indices, m.data, self.offsets, m.shape[1])
+        return self._data
+
+    def split(self, per_token):
+        """Cut a per-token array into per-sentence arrays."""
+        return np.split(per_token, self.offsets[1:-1])
+
+    # -- the list face --------------------------------------------------------------------
+
+    def __len__(self):
+        return self.offsets.shape[0] - 1
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple) and len(key) == 2 and key[1] is Ellipsis:
+            key = key[0]          # sklearn's _safe_indexing asks for X[key, ...]
+        n = len(self)
+        if isinstance(key, Integral) and not isinstance(key, (bool, np.bool_)):
+            i = int(key)
+            if not -n <= i < n:
+                raise IndexError(f"sentence index {i} out of range for {n} sentences")
+            i %= n
+            return self.matrix[self.offsets[i]:self.offsets[i + 1]]
+        if isinstance(key, slice):
+            idx = np.arange(n)[key]
+            if idx.size and (key.step is None or key.step == 1):
+                a, b = self.offsets[idx[0]], self.offsets[idx[-1] + 1]
+                return self._trusted(self.matrix[a:b], self.offsets[idx[0]:idx[-1] + 2] - a)
+        else:
+            idx = np.asarray(key)
+            if idx.dtype == bool:
+                if idx.shape != (n,):
+                    raise IndexError(f"boolean index of shape {idx.shape} for {n} sentences")
+                idx = np.flatnonzero(idx)
+            elif idx.dtype.kind not in "iu" and idx.size:
+                raise IndexError(f"sentences are indexed by integers, slices or boolean "
+                                 f"masks; got {idx.dtype}")
+            idx = idx.astype(np.intp).ravel()
+            if idx.size and (idx.min() < -n or idx.max() >= n):
+                raise IndexError(f"sentence index out of range for {n} sentences")
+            idx %= max(n, 1)
+        if idx.size == 0:
+            raise IndexError("an empty selection of sentences is not a corpus")
+        lengths = self.lengths[idx]
+        offsets = np.zeros(idx.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        # rows of the chosen sentences, in order, without a Python loop
+        rows = np.arange(offsets[-1]) - np.repeat(offsets[:-1] - self.offsets[idx], lengths)
+        return self._trusted(self.matrix[rows], offsets)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self):
+        return (f"<StackedSentences: {len(self)} sentences, {self.matrix.shape[0]} tokens, "
+                f"{self.n_features} features>")
+
+    def __getstate__(self):
+        return {"matrix": self.matrix, "offsets": self.offsets}
+
+    def __setstate__(self, state):
+        self._set(state["matrix"], state["offsets"])
+
+
+def as_stacked(X, n_features=None, name="X"):
+    """``X`` as :class:`StackedSentences`, validated.
+
+    A ``StackedSentences`` is used as it is (it was validated when made); a
+    list of per-sentence matrices (sparse or dense) is checked sentence by
+    sentence and stacked once.  ``n_features``: the column count required.
+    """
+    if isinstance(X, StackedSentences):
+        if n_features is not None and X.n_features != n_features:
+            raise ValueError(f"{name}: has {X.n_features} features; expected {n_features}")
+        return X
+    X = check_sentence_list(X, name)
+    blocks = []
+    for i, x in enumerate(X):
+        x = check_csr_sentence(x, f"{name}[{i}]", n_features)
+        n_features = x.shape[1]
+        blocks.append(x)
+    lengths = np.fromiter((b.shape[0] for b in blocks), dtype=np.int64, count=len(blocks))
+    offsets = np.zeros(len(blocks) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    matrix = sp.vstack(blocks, format="csr", dtype=np.float64)
+    return StackedSentences._trusted(matrix, offsets)
+
+
+# -- parameter layout ---------------------------------------------------------------------
+
+def pack_chain(transitions, start, end):
+    """Stack transitions (L, L), start (L,) and end (L,) scores into P (L + 2, L)."""
+    return np.ascontiguousarray(np.vstack([np.asarray(transitions, dtype=np.float64),
+                                           np.asarray(start, dtype=np.float64)[None, :],
+                                           np.asarray(end, dtype=np.float64)[None, :]]))
+
+
+def unpack_chain(P):
+    """The inverse of :func:`pack_chain`: (transitions, start, end) copies."""
+    L = P.shape[1]
+    return P[:L].copy(), P[L].copy(), P[L + 1].copy()
+
+
+# -- the plain NumPy reference ------------------------------------------------------------
 
 def emission_scores(x, W):
     """Emission scores ``E = x @ W`` of one sentence, as a dense (T, L) array."""
@@ -69,7 +253,7 @@ def joint_feature(x, y, n_labels):
 
 
 def hamming_loss(y_true, y_pred):
-    """Number of tokens whose labels differ: the cost L(y^n, y) of paper 000."""
+    """Number of tokens whose labels differ: the cost L(y^n, y) of Mancev & Todorovic."""
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     if y_true.shape != y_pred.shape:
         raise ValueError(f"label sequences differ in length: {y_true.shape[0]} != {y_pred.shape[0]}")

@@ -8,9 +8,9 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from sklstruct import KBestMIRATagger, LaRankTagger, PassiveAggressiveTagger, SDMTagger
-from sklstruct._dual import DualState, dual_epoch
-from sklstruct._online import COSTS
-from sklstruct.base import StackedCorpus
+from sklstruct._chain import COSTS, ChainWeights
+from sklstruct.chain import as_stacked
+from sklstruct.learners._dual import DualState, dual_epoch
 from sklstruct.chain import joint_feature
 from test_perceptron import random_problem, separable_problem
 
@@ -32,7 +32,7 @@ def weights_from_duals(state, X, n_labels):
 
 
 def raw_weights(model):
-    return np.concatenate([model._W.ravel(), model._P.ravel()])
+    return np.concatenate([model._weights.W.ravel(), model._weights.P.ravel()])
 
 
 def dual_objective(state, X, n_labels):
@@ -59,20 +59,20 @@ def tiny_problem(seed=0, n=4, n_labels=2, max_T=3, n_features=3):
                           (2, 3, True, "hamming"), (2, 2, True, "zero_one")])
 def test_dual_objective_never_decreases_and_matches_the_duals(k, n_reprocess, prune, cost):
     X, y = random_problem(seed=3)
-    corpus = StackedCorpus(X)
+    corpus = as_stacked(X)
     codes = np.concatenate(y).astype(np.int32)
     L = 3
     state = DualState(corpus.offsets, codes, 0.5)
     state.seed(7)
-    W, P = np.zeros((corpus.n_features, L)), np.zeros((L + 2, L))
-    trace, seen = [], 0
+    weights = ChainWeights(corpus.n_features, L, False)
+    W, P = weights.W, weights.P
+    trace = []
     for epoch in range(3):
         buf = np.full(200000, np.nan)
-        order = np.random.default_rng(epoch).permutation(corpus.n_sentences).astype(np.int64)
-        _, steps, seen, n_trace = dual_epoch(
-            state, corpus.indptr, corpus.indices, corpus.data, corpus.offsets, order, W, P,
-            None, None, k, seen, cost=COSTS[cost], tol=1e-9, n_reprocess=n_reprocess,
-            prune=prune, trace=buf)
+        order = np.random.default_rng(epoch).permutation(len(corpus)).astype(np.int64)
+        _, steps, n_trace = dual_epoch(
+            state, corpus.chain_data(), order, weights, k, cost=COSTS[cost], tol=1e-9,
+            n_reprocess=n_reprocess, prune=prune, trace=buf)
         assert n_trace == steps > 0
         trace.extend(buf[:n_trace])
         # after every pass: w is the dual combination of eq. 6, the objective the
@@ -162,18 +162,17 @@ def test_every_single_smo_step_raises_the_independently_computed_dual():
     """One SMO step per call (max_smo_steps=1), the dual objective recomputed
     from the working sets (eq. 4 via eq. 6) after each: it never decreases."""
     X, y = tiny_problem(seed=2, n=5, n_labels=3, max_T=3)
-    corpus = StackedCorpus(X)
+    corpus = as_stacked(X)
     codes = np.concatenate(y).astype(np.int32)
     L = 3
     state = DualState(corpus.offsets, codes, 0.7)
-    W, P = np.zeros((corpus.n_features, L)), np.zeros((L + 2, L))
+    weights = ChainWeights(corpus.n_features, L, False)
     rng = np.random.default_rng(0)
-    before, steps, seen = dual_objective(state, X, L), 0, 0
+    before, steps = dual_objective(state, X, L), 0
     for _ in range(150):
         order = np.array([rng.integers(len(X))], dtype=np.int64)
-        _, n, seen, _ = dual_epoch(state, corpus.indptr, corpus.indices, corpus.data,
-                                   corpus.offsets, order, W, P, None, None, 2, seen,
-                                   tol=1e-9, max_smo_steps=1)
+        _, n, _ = dual_epoch(state, corpus.chain_data(), order, weights, 2, tol=1e-9,
+                             max_smo_steps=1)
         after = dual_objective(state, X, L)
         assert after >= before - 1e-12
         assert state.objective == pytest.approx(after, abs=1e-9)
@@ -186,14 +185,15 @@ def test_capped_working_set_keeps_the_most_violating_candidate():
     candidates (eq. 12) enters; later candidates of the same call do not evict it."""
     X, y = tiny_problem(seed=6, n=3, n_labels=3, max_T=3)
     X, y = [x for x in X if x.shape[0] >= 2], [t for t, x in zip(y, X) if x.shape[0] >= 2]
-    corpus = StackedCorpus(X)
+    corpus = as_stacked(X)
     L = 3
     rng = np.random.default_rng(1)
     W, P = rng.normal(size=(corpus.n_features, L)), rng.normal(size=(L + 2, L))
     for n, (x, gold) in enumerate(zip(X, y)):
         state = DualState(corpus.offsets, np.concatenate(y).astype(np.int32), 1.0)
-        dual_epoch(state, corpus.indptr, corpus.indices, corpus.data, corpus.offsets,
-                   np.array([n], dtype=np.int64), W.copy(), P.copy(), None, None, 3, 0,
+        weights = ChainWeights(corpus.n_features, L, False)
+        weights.W[...], weights.P[...] = W, P
+        dual_epoch(state, corpus.chain_data(), np.array([n], dtype=np.int64), weights, 3,
                    max_smo_steps=0, max_size=2)
 
         def augmented(path):
@@ -224,7 +224,7 @@ def test_larank_with_k1_and_no_reprocess_equals_sdm_first_epoch():
     sdm = SDMTagger(k=1, C=0.4, max_iter=1, random_state=3).fit(X, y)
     lar = LaRankTagger(k=1, n_reprocess=0, C=0.4, max_iter=1, random_state=3).fit(X, y)
     np.testing.assert_allclose(sdm.coef_, lar.coef_, atol=1e-12)
-    np.testing.assert_allclose(sdm._chain_params(), lar._chain_params(), atol=1e-12)
+    np.testing.assert_allclose(sdm._decoding_weights()[1], lar._decoding_weights()[1], atol=1e-12)
     assert sdm.dual_objective_ == pytest.approx(lar.dual_objective_, abs=1e-12)
     assert sdm.n_support_ == lar.n_support_
 
@@ -235,7 +235,7 @@ def test_sdm_first_epoch_equals_pa_and_kbest_mira():
     sdm1 = SDMTagger(k=1, tol=0.0, **common).fit(X, y)
     pa = PassiveAggressiveTagger(k=1, **common).fit(X, y)
     np.testing.assert_allclose(sdm1.coef_, pa.coef_, atol=1e-10)
-    np.testing.assert_allclose(sdm1._chain_params(), pa._chain_params(), atol=1e-10)
+    np.testing.assert_allclose(sdm1._decoding_weights()[1], pa._decoding_weights()[1], atol=1e-10)
     sdm3 = SDMTagger(k=3, tol=1e-12, max_smo_iter=100000, **common).fit(X, y)
     mira = KBestMIRATagger(k=3, tol=1e-12, max_smo_iter=100000, **common).fit(X, y)
     np.testing.assert_allclose(sdm3.coef_, mira.coef_, atol=1e-8)

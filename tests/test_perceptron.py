@@ -4,7 +4,7 @@ import pytest
 import scipy.sparse as sp
 
 from sklstruct.chain import emission_scores, joint_feature, kbest_decode, pack_chain
-from sklstruct.perceptron import StructuredPerceptronTagger
+from sklstruct import StructuredPerceptronTagger
 
 
 def random_problem(n=30, n_features=6, n_labels=3, seed=0):
@@ -49,7 +49,7 @@ def test_matches_reference_implementation(k, average):
     final, averaged = reference_perceptron(X, y, 3, k, 3)
     W, P = averaged if average else final
     np.testing.assert_allclose(model.coef_, W.T, atol=1e-9)
-    np.testing.assert_allclose(model._chain_params(), P, atol=1e-9)
+    np.testing.assert_allclose(model._decoding_weights()[1], P, atol=1e-9)
 
 
 def test_hand_computed_first_update():

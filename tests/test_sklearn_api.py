@@ -134,3 +134,17 @@ def test_other_learners_are_sklearn_citizens(corpus, tagger):
         np.testing.assert_array_equal(a, b)
     again[-1].partial_fit(again[0].transform(X[:10]), y[:10])
     assert again[-1].n_iter_ == 3
+
+
+@pytest.mark.parametrize("name", sorted(__import__("sklstruct._registry").
+                                        _registry.ESTIMATORS))
+def test_every_registered_estimator_is_public_clonable_and_cites_its_papers(name):
+    import sklstruct
+    from sklstruct._registry import ESTIMATORS
+    cls = ESTIMATORS[name]
+    assert getattr(sklstruct, cls.__name__) is cls and cls.__name__ in sklstruct.__all__
+    doc = cls.__doc__
+    assert "\n    References\n    ----------\n" in doc, f"{cls.__name__} has no References"
+    assert "paper 00" not in doc
+    est = cls()
+    assert clone(est).get_params() == est.get_params()

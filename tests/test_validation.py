@@ -3,11 +3,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklstruct import (KBestMIRATagger, LaRankTagger, PassiveAggressiveTagger, SDMTagger,
-                       StructuredPerceptronTagger)
+from sklstruct import LaRankTagger, SDMTagger, StructuredPerceptronTagger
+from sklstruct._registry import TAGGERS
 
-ESTIMATORS = [StructuredPerceptronTagger, PassiveAggressiveTagger, KBestMIRATagger, SDMTagger,
-              LaRankTagger]
+ESTIMATORS = list(TAGGERS.values())
 
 
 def data(n=4, F=3):
@@ -24,19 +23,19 @@ def fitted(request):
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda X, y: (X[:3], y), "X has 3 sentences but y has 4"),
-    (lambda X, y: (X, y[:-1] + [y[-1][:-1]]), r"sentence 3 has 5 tokens but y\[3\] has 4"),
+    (lambda X, y: (X[:3], y), "y: has 4 label sequences but X has 3 sentences"),
+    (lambda X, y: (X, y[:-1] + [y[-1][:-1]]), r"y\[3\]: has 4 labels but X\[3\] has 5 tokens"),
     (lambda X, y: ([], []), "no sentences"),
-    (lambda X, y: (X[:1] + [sp.csr_matrix((0, 3))] + X[2:], y), "sentence 1 is empty"),
-    (lambda X, y: (X[:2] + [sp.csr_matrix(np.ones((4, 2)))] + X[3:], y), "sentence 2 has 2 features; expected 3"),
-    (lambda X, y: (X[:1] + [np.full((3, 3), np.nan)] + X[2:], y), "sentence 1, token 0: .*finite"),
-    (lambda X, y: (X[:3] + [np.full((5, 3), np.inf)], y), "sentence 3, token 0: .*finite"),
-    (lambda X, y: (X, None), "y is required"),
-    (lambda X, y: (X, y[:3] + ["abab"]), r"y\[3\] must be a sequence"),
+    (lambda X, y: (X[:1] + [sp.csr_matrix((0, 3))] + X[2:], y), r"X\[1\]: sentence is empty"),
+    (lambda X, y: (X[:2] + [sp.csr_matrix(np.ones((4, 2)))] + X[3:], y), r"X\[2\]: has 2 features; expected 3"),
+    (lambda X, y: (X[:1] + [np.full((3, 3), np.nan)] + X[2:], y), r"X\[1\], token 0: .*finite"),
+    (lambda X, y: (X[:3] + [np.full((5, 3), np.inf)], y), r"X\[3\], token 0: .*finite"),
+    (lambda X, y: (X, None), "y: is required"),
+    (lambda X, y: (X, y[:3] + ["abab"]), r"y\[3\]: expected a sequence of labels"),
     (lambda X, y: (sp.vstack(X).tocsr(), y), "list of per-sentence"),
     (lambda X, y: (np.ones((5, 3)), y), "list of per-sentence"),
-    (lambda X, y: (X[:1] + [np.ones(3)] + X[2:], y), "sentence 1: expected a 2-D"),
-    (lambda X, y: (X[:1] + [np.array([["x", "y", "z"]] * 3)] + X[2:], y), "sentence 1: features are not numeric"),
+    (lambda X, y: (X[:1] + [np.ones(3)] + X[2:], y), r"X\[1\]: expected a 2-D"),
+    (lambda X, y: (X[:1] + [np.array([["x", "y", "z"]] * 3)] + X[2:], y), r"X\[1\]: features must be real numbers"),
     (lambda X, y: (X, [list(t) for t in y[:3]] + [[1] * 5]), "labels must be"),
 ])
 @pytest.mark.parametrize("cls", ESTIMATORS)
@@ -79,7 +78,7 @@ def test_bad_dual_parameters(cls, params, message):
 
 def test_predict_checks_feature_count_and_fit(fitted):
     model, X, y = fitted
-    with pytest.raises(ValueError, match="sentence 0 has 5 features; expected 3"):
+    with pytest.raises(ValueError, match=r"X\[0\]: has 5 features; expected 3"):
         model.predict([np.ones((2, 5))])
     with pytest.raises(ValueError, match="finite"):
         model.predict([np.full((2, 3), np.nan)])
@@ -118,7 +117,7 @@ def test_malformed_sparse_rows_rejected(fitted):
 
 def test_score_checks_y(fitted):
     model, X, y = fitted
-    with pytest.raises(ValueError, match="tokens but"):
+    with pytest.raises(ValueError, match="labels but"):
         model.score(X, [t[:-1] for t in y])
     with pytest.raises(ValueError, match="predict_kbest|k must"):
         model.predict_kbest(X, k=0)

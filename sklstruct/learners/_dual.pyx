@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The dual machinery of the k-best SDM and LaRank learners, in C.
 
-Paper 000 (Mancev & Todorovic), section 3: the N-slack structural SVM dual
+Mancev & Todorovic, section 3: the N-slack structural SVM dual
 
     min_lambda  1/2 lambda' K lambda - lambda' L                         (4)
     s.t.  sum_y lambda_{n,y} = C,  lambda_{n,y} >= 0                      (5)
@@ -19,13 +19,12 @@ matching multiple of dF to w (eq. 9).
 ``smo_example`` is the solver shared by every operation: the gradient of
 eq. 19 at the w of the visit's start is g_y = w.dF(y) - L(y^n, y) (the
 alphas of earlier visits are already in w; during the visit g is updated
-through the Gram matrix and w once, at the end); it repeatedly takes the maximum violating pair of eq. 18, y' = argmin
-g over S_n and y'' = argmax g over the sequences with lambda > kappa, stops
-when g(y'') - g(y') <= tau (eq. 17), and otherwise moves
-delta = min(lambda_{y''}, (g(y'') - g(y')) / ||dF(y') - dF(y'')||^2)
-from y'' to y' (eq. 20).  Columns of the Gram matrix of S_n are computed
-exactly and only for the sequences a step touches.  Each step raises the
-dual objective  D = sum lambda L - 1/2 ||w||^2  (minus eq. 4) by
+through the Gram matrix and w once, at the end), and the SMO of the shared
+QP solver (:mod:`sklstruct._qp`: maximum violating pairs of eq. 18, the
+stopping rule of eq. 17, the clipped step of eq. 20) runs on it.  Columns of
+the Gram matrix of S_n are computed exactly and only for the sequences a step
+touches (a column callback of the solver).  Each step raises the dual
+objective  D = sum lambda L - 1/2 ||w||^2  (minus eq. 4) by
 delta (g'' - g') - delta^2 ||dF' - dF''||^2 / 2 >= 0; ``DualState`` keeps D.
 
 ``dual_epoch`` runs one pass: for each example kBV-ProcessNew (add its k
@@ -41,10 +40,12 @@ import numpy as np
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memmove
 
-from sklstruct._online cimport (Corpus, Diff, Entry, KeyTable, Weights, _Workspace,
-                                apply_diff, build_diff, cost_of, decode_candidates,
-                                diff_capacity, margin, same_path, table_clear, table_dot,
-                                table_free, table_init, table_load)
+from sklstruct._chain cimport (ChainData, ChainWeights, Corpus, Diff, Entry, KeyTable,
+                               Weights, Workspace, COST_HAMMING, apply_diff, build_diff,
+                               candidates_needed, cost_of, decode_candidates, diff_capacity,
+                               margin, same_path, table_clear, table_dot, table_free,
+                               table_init, table_load)
+from sklstruct._qp cimport SimplexQP, simplex_smo
 
 
 cdef struct WSet:
@@ -362,91 +363,108 @@ cdef class _DualWork:
         return 0
 
 
-cdef inline Diff* _diff(_DualWork dw, WSet* s, Py_ssize_t j, Corpus* X, Py_ssize_t row0,
-                        Weights* w) noexcept nogil:
-    if not dw.built[j]:
-        build_diff(X, row0, s.T, s.seqs, s.seqs + j * s.T, w, &dw.diffs[j])
-        dw.built[j] = 1
-    return &dw.diffs[j]
+cdef struct Columns:
+    # what the lazy Gram column callback of one working set needs
+    Diff* diffs
+    char* built
+    char* have_col
+    double* G               # column j of the working set's Gram matrix at G + j * m
+    KeyTable* table
+    WSet* s
+    Corpus* X
+    Py_ssize_t row0
+    Weights* w
 
 
-cdef void _column(_DualWork dw, WSet* s, Py_ssize_t j, Corpus* X, Py_ssize_t row0,
-                  Weights* w) noexcept nogil:
+cdef inline Diff* _diff(Columns* c, Py_ssize_t j) noexcept nogil:
+    if not c.built[j]:
+        build_diff(c.X, c.row0, c.s.T, c.s.seqs, c.s.seqs + j * c.s.T, c.w, &c.diffs[j])
+        c.built[j] = 1
+    return &c.diffs[j]
+
+
+cdef const double* _column(void* ctx, Py_ssize_t j) noexcept nogil:
     """Column j of the Gram matrix K_n of the working set, exactly: dF_j is
-    held in the hash table, every dF_i is dotted with it."""
-    cdef Py_ssize_t i, m = s.m
-    cdef double v
-    if dw.have_col[j]:
-        return
-    table_load(&dw.table, _diff(dw, s, j, X, row0, w))
-    for i in range(m):
-        v = table_dot(&dw.table, _diff(dw, s, i, X, row0, w))
-        dw.G[i * m + j] = v
-        dw.G[j * m + i] = v
-    table_clear(&dw.table)
-    dw.have_col[j] = 1
+    held in the hash table, every dF_i is dotted with it (the solver's column
+    callback)."""
+    cdef Columns* c = <Columns*>ctx
+    cdef Py_ssize_t i, m = c.s.m
+    cdef double* col = c.G + j * m
+    if not c.have_col[j]:
+        table_load(c.table, _diff(c, j))
+        for i in range(m):
+            col[i] = table_dot(c.table, _diff(c, i))
+        table_clear(c.table)
+        c.have_col[j] = 1
+    return col
 
 
 cdef Py_ssize_t smo_example(DualState st, Py_ssize_t n, Corpus* X, Py_ssize_t row0,
                             Weights* w, _DualWork dw, double tol, double kappa,
-                            Py_ssize_t max_steps, double n_seen, double* trace,
+                            Py_ssize_t max_steps, double* trace,
                             Py_ssize_t* n_trace, Py_ssize_t trace_cap,
                             bint support_only=False) noexcept nogil:
     """SMO on the working set of example n until its KKT conditions hold to
     ``tol`` (eqs. 17-20), then w += sum_y (lambda_y - lambda_y^old) dF(y)
     (eq. 9).  With ``support_only`` only sequences whose lambda is already
-    > 0 may receive mass (kBV-Optimize of paper 000, section 4.3: "among
+    > 0 may receive mass (kBV-Optimize of Mancev & Todorovic, section 4.3: "among
     non-zero coefficients", so that it adds no support vector, as the proof
-    of Proposition 1 requires).  Returns the number of steps, or -1 if
+    of Proposition 1 requires).  With a ``trace`` the dual objective is
+    recorded after every step.  Returns the number of steps, or -1 if
     memory ran out."""
     cdef WSet* s = &st.sets[n]
-    cdef Py_ssize_t i, j, up, down, steps = 0, m = s.m, T = s.T
-    cdef double delta, q, gap, d
-    cdef double* lam = s.lam
+    cdef Py_ssize_t j, steps = 0, done, m = s.m, T = s.T
+    cdef double d, gain = 0.0
+    cdef Columns cols
+    cdef SimplexQP qp
     if m < 2 or dw.ensure(m) < 0:
         return 0 if m < 2 else -1
     for j in range(m):
         dw.built[j] = 0
         dw.have_col[j] = 0
-        dw.lam0[j] = lam[j]
+        dw.lam0[j] = s.lam[j]
         # gradient of eq. 19 at the current w: w.dF(y) - L(y^n, y)
         dw.grad[j] = (margin(X, row0, T, s.seqs, s.seqs + j * T, w) - s.cost[j]) if j else 0.0
-    while steps < max_steps:
-        up = -1
-        down = -1
-        for i in range(m):
-            if (not support_only or lam[i] > 0.0) and (up < 0 or dw.grad[i] < dw.grad[up]):
-                up = i
-            if lam[i] > kappa and (down < 0 or dw.grad[i] > dw.grad[down]):
-                down = i
-        if down < 0 or up < 0:
-            break
-        gap = dw.grad[down] - dw.grad[up]
-        if gap <= tol:
-            break
-        _column(dw, s, up, X, row0, w)
-        _column(dw, s, down, X, row0, w)
-        q = dw.G[up * m + up] + dw.G[down * m + down] - 2.0 * dw.G[up * m + down]
-        delta = lam[down]
-        if q > 0.0 and gap / q < delta:
-            delta = gap / q
-        lam[up] += delta
-        lam[down] -= delta
-        for i in range(m):
-            dw.grad[i] += delta * (dw.G[i * m + up] - dw.G[i * m + down])
-        st.objective += delta * gap - 0.5 * delta * delta * q
-        if trace != NULL and n_trace[0] < trace_cap:
-            trace[n_trace[0]] = st.objective
-            n_trace[0] += 1
-        steps += 1
+    cols.diffs = dw.diffs
+    cols.built = dw.built
+    cols.have_col = dw.have_col
+    cols.G = dw.G
+    cols.table = &dw.table
+    cols.s = s
+    cols.X = X
+    cols.row0 = row0
+    cols.w = w
+    qp.m = m
+    qp.alpha = s.lam
+    qp.grad = dw.grad
+    qp.column = _column
+    qp.ctx = &cols
+    if trace == NULL:
+        steps = simplex_smo(&qp, tol, kappa, support_only, max_steps, &gain)
+        if steps < 0:
+            return -1
+        st.objective += gain
+    else:
+        while steps < max_steps:
+            gain = 0.0
+            done = simplex_smo(&qp, tol, kappa, support_only, 1, &gain)
+            if done < 0:
+                return -1
+            if done == 0:
+                break
+            st.objective += gain
+            if n_trace[0] < trace_cap:
+                trace[n_trace[0]] = st.objective
+                n_trace[0] += 1
+            steps += 1
     for j in range(1, m):
-        d = lam[j] - dw.lam0[j]
+        d = s.lam[j] - dw.lam0[j]
         if d != 0.0:
-            apply_diff(_diff(dw, s, j, X, row0, w), w, d, n_seen)
+            apply_diff(_diff(&cols, j), w, d)
     return steps
 
 
-cdef int add_candidates(DualState st, Py_ssize_t n, _Workspace ws, Corpus* X, Py_ssize_t row0,
+cdef int add_candidates(DualState st, Py_ssize_t n, Workspace ws, Corpus* X, Py_ssize_t row0,
                         Weights* w, Py_ssize_t k, int cost, Py_ssize_t max_size,
                         bint* mistake) noexcept nogil:
     """S_n <- S_n + B^k_w (the k loss-augmented best sequences, eq. 12), each
@@ -496,11 +514,9 @@ cdef void _prune(WSet* s) noexcept nogil:
         j -= 1
 
 
-def dual_epoch(DualState st, const long long[::1] indptr, const int[::1] indices,
-               const double[::1] data, const long long[::1] offsets,
-               const long long[::1] order, double[:, ::1] W, double[:, ::1] P, W_sum, P_sum,
-               Py_ssize_t k, long long n_seen, int cost=0, double tol=1e-6, double kappa=0.0,
-               Py_ssize_t max_smo_steps=1000, Py_ssize_t n_reprocess=0,
+def dual_epoch(DualState st, ChainData data, const long long[::1] order,
+               ChainWeights weights, Py_ssize_t k, int cost=COST_HAMMING, double tol=1e-6,
+               double kappa=0.0, Py_ssize_t max_smo_steps=1000, Py_ssize_t n_reprocess=0,
                Py_ssize_t n_optimize=10, Py_ssize_t max_size=0, bint prune=False,
                double[::1] trace=None):
     """One pass of k-best SDM / LaRank over the examples in ``order``.
@@ -508,13 +524,11 @@ def dual_epoch(DualState st, const long long[::1] indptr, const int[::1] indices
     Parameters
     ----------
     st : DualState of the whole training set (its lambdas and w must agree)
-    indptr, indices, data, offsets : the stacked corpus (validated by the caller)
+    data : ChainData, the stacked corpus (validated by the caller)
     order : int64 array of example indices, visited in that order
-    W, P : emission (F, L) and chain (L + 2, L) weights, updated in place;
-        they must equal sum lambda dF for ``st`` (eq. 6)
-    W_sum, P_sum : averaging accumulators or None
+    weights : ChainWeights, updated in place (and its averaging clock); they
+        must equal sum lambda dF for ``st`` (eq. 6)
     k : sequences added per kBV-ProcessNew / kBV-ProcessOld
-    n_seen : the averaging clock (examples processed before this pass)
     cost : COSTS code of L(y^n, y)
     tol, kappa : the KKT tolerances tau and kappa of eqs. 17-18
     max_smo_steps : cap on SMO steps per operation
@@ -528,36 +542,16 @@ def dual_epoch(DualState st, const long long[::1] indptr, const int[::1] indices
     -------
     n_mistakes : examples whose loss-augmented best sequence was not gold at kBV-ProcessNew
     n_steps : SMO steps taken
-    n_seen : the averaging clock after the pass
     n_trace : entries of ``trace`` filled
     """
-    cdef Py_ssize_t L = W.shape[1], N = order.shape[0]
-    cdef Py_ssize_t i, r, o, n, p, T, max_T = 0, max_nnz = 0, steps
-    cdef Weights w
-    cdef Corpus X
-    cdef double[:, ::1] Ws, Ps
-    if st.n_examples != offsets.shape[0] - 1:
+    cdef Py_ssize_t i, r, o, n, p, N = order.shape[0], steps
+    if st.n_examples != data.n_sentences:
         raise ValueError("the dual state belongs to another training set")
-    X.indptr = &indptr[0]
-    X.indices = &indices[0] if indices.shape[0] > 0 else NULL
-    X.data = &data[0] if data.shape[0] > 0 else NULL
-    w.W = &W[0, 0]
-    w.P = &P[0, 0]
-    w.L = L
-    w.chain_base = <long long>W.shape[0] * L
-    w.W_sum = NULL
-    w.P_sum = NULL
-    if W_sum is not None:
-        Ws = W_sum
-        Ps = P_sum
-        w.W_sum = &Ws[0, 0]
-        w.P_sum = &Ps[0, 0]
-    for n in range(st.n_examples):
-        max_T = max(max_T, offsets[n + 1] - offsets[n])
-        max_nnz = max(max_nnz, indptr[offsets[n + 1]] - indptr[offsets[n]])
-    cdef Py_ssize_t K = max(k, 1) + (1 if cost == 1 else 0)
-    cdef _Workspace ws = _Workspace(max_T, max_nnz, L, K, 1)
-    cdef _DualWork dw = _DualWork(diff_capacity(max_nnz, max_T))
+    cdef Workspace ws = Workspace(data, weights.n_labels, candidates_needed(k, True, cost), 1)
+    cdef _DualWork dw = _DualWork(diff_capacity(data.max_nnz, data.max_T))
+    cdef Weights* w = weights.bind()
+    cdef Corpus* X = &data.c
+    cdef const long long* offsets = data.c.offsets
     cdef long long n_mistakes = 0, n_steps = 0
     cdef bint mistake, failed = False
     cdef Py_ssize_t n_trace = 0, trace_cap = 0
@@ -569,12 +563,12 @@ def dual_epoch(DualState st, const long long[::1] indptr, const int[::1] indices
         for i in range(N):
             n = order[i]
             # kBV-ProcessNew
-            if add_candidates(st, n, ws, &X, offsets[n], &w, k, cost, max_size, &mistake) < 0:
+            if add_candidates(st, n, ws, X, offsets[n], w, k, cost, max_size, &mistake) < 0:
                 failed = True
                 break
             n_mistakes += mistake
-            steps = smo_example(st, n, &X, offsets[n], &w, dw, tol, kappa, max_smo_steps,
-                                <double>n_seen, trace_ptr, &n_trace, trace_cap)
+            steps = smo_example(st, n, X, offsets[n], w, dw, tol, kappa, max_smo_steps,
+                                trace_ptr, &n_trace, trace_cap)
             if steps < 0:
                 failed = True
                 break
@@ -582,22 +576,21 @@ def dual_epoch(DualState st, const long long[::1] indptr, const int[::1] indices
             if prune:
                 _prune(&st.sets[n])
             st._set_pattern(n)
-            n_seen += 1
+            w.n_seen += 1
             for r in range(n_reprocess):
                 # kBV-Reprocess: kBV-ProcessOld, then n_optimize x kBV-Optimize
                 for o in range(n_optimize + 1):
                     p = st._random_pattern()
                     if p < 0:
                         break
-                    if o == 0 and add_candidates(st, p, ws, &X, offsets[p], &w, k, cost,
+                    if o == 0 and add_candidates(st, p, ws, X, offsets[p], w, k, cost,
                                                  max_size, &mistake) < 0:
                         failed = True
                         break
                     # kBV-ProcessOld (o == 0) may give mass to its new sequences;
                     # kBV-Optimize (o > 0) only moves it among the non-zero ones
-                    steps = smo_example(st, p, &X, offsets[p], &w, dw, tol, kappa,
-                                        max_smo_steps, <double>n_seen, trace_ptr, &n_trace,
-                                        trace_cap, o > 0)
+                    steps = smo_example(st, p, X, offsets[p], w, dw, tol, kappa,
+                                        max_smo_steps, trace_ptr, &n_trace, trace_cap, o > 0)
                     if steps < 0:
                         failed = True
                         break
@@ -609,6 +602,7 @@ def dual_epoch(DualState st, const long long[::1] indptr, const int[::1] indices
                     break
             if failed:
                 break
+    weights.n_seen = <long long>w.n_seen
     if failed:
         raise MemoryError("out of memory growing the working sets")
-    return n_mistakes, n_steps, n_seen, n_trace
+    return n_mistakes, n_steps, n_trace

@@ -1,15 +1,15 @@
-"""k-best sequential dual method (paper 000, section 4.2, Algorithm 2)."""
+"""k-best sequential dual method (Mancev & Todorovic, section 4.2, Algorithm 2)."""
 from numbers import Integral
 
 from sklearn.utils._param_validation import Interval
 
-from .base import BaseDualTagger
+from ._base import DualLearner
 
 
-class SDMTagger(BaseDualTagger):
+class SDMTagger(DualLearner):
     """k-best SDM: dual coordinate ascent over persistent working sets.
 
-    Optimises the N-slack structural SVM dual (paper 000, eqs. 4-6) one
+    Optimises the N-slack structural SVM dual (Mancev & Todorovic, eqs. 4-6) one
     example at a time (Algorithm 2).  At each visit of example n, its ``k``
     loss-augmented best sequences under the current weights (eq. 12) join its
     working set S_n, which keeps every sequence seen so far across epochs;
@@ -72,12 +72,14 @@ class SDMTagger(BaseDualTagger):
 
     References
     ----------
-    Mancev & Todorovic, *k-Best Max-margin Approaches for Sequence Labeling*,
-    sections 3 and 4.2, Algorithm 2.
+    .. [1] D. Mančev and B. Todorović, "k-Best Max-margin Approaches for Sequence
+       Labeling", Computer Science and Information Systems 12(2):465-486, 2015.
+    .. [2] B. Taskar, C. Guestrin and D. Koller, "Max-Margin Markov Networks",
+       NIPS 2003 (the structural SVM dual).
     """
 
     _parameter_constraints = {
-        **BaseDualTagger._parameter_constraints,
+        **DualLearner._parameter_constraints,
         "max_working_set": [Interval(Integral, 2, None, closed="left"), None],
     }
 
@@ -98,6 +100,6 @@ class SDMTagger(BaseDualTagger):
         self.verbose = verbose
         self.warm_start = warm_start
 
-    def _schedule(self):
+    def _update_params(self):
         return {"n_reprocess": 0, "prune": False,
                 "max_size": 0 if self.max_working_set is None else int(self.max_working_set)}

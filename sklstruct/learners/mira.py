@@ -1,13 +1,14 @@
-"""k-best MIRA (paper 000, section 4.1; Crammer, McDonald & Pereira 2005)."""
+"""k-best MIRA (Mancev & Todorovic, section 4.1; Crammer, McDonald & Pereira 2005)."""
 from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._online import COSTS, RULES
-from .base import BaseOnlineTagger
+from .._chain import COSTS
+from .._validation import MAX_C
+from ._base import OnlineLearner
 
 
-class KBestMIRATagger(BaseOnlineTagger):
+class KBestMIRATagger(OnlineLearner):
     """k-best MIRA for a linear chain.
 
     For each sentence, find its ``k`` loss-augmented best sequences (paper
@@ -44,11 +45,19 @@ class KBestMIRATagger(BaseOnlineTagger):
     ----------
     classes_, coef_, transition_coef_, start_coef_, end_coef_, n_features_in_, n_iter_, history_
         As for :class:`~sklstruct.PassiveAggressiveTagger`.
+
+    References
+    ----------
+    .. [1] D. Mančev and B. Todorović, "k-Best Max-margin Approaches for Sequence
+       Labeling", Computer Science and Information Systems 12(2):465-486, 2015.
+    .. [2] K. Crammer, R. McDonald and F. Pereira, "Scalable Large-Margin Online
+       Learning for Structured Classification", NIPS Workshop on Learning With
+       Structured Outputs, 2005.
     """
 
     _parameter_constraints = {
-        **BaseOnlineTagger._parameter_constraints,
-        "C": [Interval(Real, 0, None, closed="neither")],
+        **OnlineLearner._parameter_constraints,
+        "C": [Interval(Real, 0, MAX_C, closed="right")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_smo_iter": [Interval(Integral, 1, None, closed="left")],
         "cost": [StrOptions(set(COSTS))],
@@ -68,6 +77,6 @@ class KBestMIRATagger(BaseOnlineTagger):
         self.verbose = verbose
         self.warm_start = warm_start
 
-    def _rule_params(self):
-        return {"rule": RULES["mira"], "C": float(self.C), "cost": COSTS[self.cost],
+    def _update_params(self):
+        return {"rule": "mira", "C": float(self.C), "cost": COSTS[self.cost],
                 "tol": float(self.tol), "max_smo_steps": int(self.max_smo_iter)}

@@ -1,15 +1,15 @@
-"""k-best LaRank (paper 000, section 4.3, Algorithm 3)."""
+"""k-best LaRank (Mancev & Todorovic, section 4.3, Algorithm 3)."""
 from numbers import Integral
 
 from sklearn.utils._param_validation import Interval
 
-from .base import BaseDualTagger
+from ._base import DualLearner
 
 
-class LaRankTagger(BaseDualTagger):
+class LaRankTagger(DualLearner):
     """k-best LaRank: online dual optimisation with reprocessing.
 
-    Optimises the same dual as :class:`~sklstruct.SDMTagger` (paper 000,
+    Optimises the same dual as :class:`~sklstruct.SDMTagger` (Mancev & Todorovic,
     eqs. 4-6) with the scheduling of OLaRank (Algorithm 3).  For each example
     in turn:
 
@@ -72,13 +72,14 @@ class LaRankTagger(BaseDualTagger):
 
     References
     ----------
-    Mancev & Todorovic, *k-Best Max-margin Approaches for Sequence Labeling*,
-    section 4.3, Algorithm 3 and Proposition 1; Bordes, Usunier & Bottou,
-    *Sequence labelling SVMs trained in one pass* (OLaRank), 2008.
+    .. [1] D. Mančev and B. Todorović, "k-Best Max-margin Approaches for Sequence
+       Labeling", Computer Science and Information Systems 12(2):465-486, 2015.
+    .. [2] A. Bordes, N. Usunier and L. Bottou, "Sequence Labelling SVMs Trained
+       in One Pass", ECML PKDD 2008.
     """
 
     _parameter_constraints = {
-        **BaseDualTagger._parameter_constraints,
+        **DualLearner._parameter_constraints,
         "n_reprocess": [Interval(Integral, 0, None, closed="left")],
         "n_optimize": [Interval(Integral, 0, None, closed="left")],
     }
@@ -101,6 +102,6 @@ class LaRankTagger(BaseDualTagger):
         self.verbose = verbose
         self.warm_start = warm_start
 
-    def _schedule(self):
+    def _update_params(self):
         return {"n_reprocess": int(self.n_reprocess), "n_optimize": int(self.n_optimize),
                 "prune": True, "max_size": 0}

@@ -1,13 +1,14 @@
-"""k-best passive-aggressive and restricted PA (paper 000, section 4.4, eqs. 24-28)."""
+"""k-best passive-aggressive and restricted PA (Mancev & Todorovic, section 4.4, eqs. 24-28)."""
 from numbers import Real
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._online import COSTS, RULES
-from .base import BaseOnlineTagger
+from .._chain import COSTS
+from .._validation import MAX_C
+from ._base import OnlineLearner
 
 
-class PassiveAggressiveTagger(BaseOnlineTagger):
+class PassiveAggressiveTagger(OnlineLearner):
     """k-best passive-aggressive (PA) and restricted PA (RPA) for a linear chain.
 
     For each sentence, take its ``k`` loss-augmented best sequences
@@ -64,11 +65,19 @@ class PassiveAggressiveTagger(BaseOnlineTagger):
     history_ : list of dict
         Per epoch: ``mistakes`` (sentences whose loss-augmented best sequence
         was not the gold one), ``updates`` (non-zero steps), ``seconds``.
+
+    References
+    ----------
+    .. [1] D. Mančev and B. Todorović, "k-Best Max-margin Approaches for Sequence
+       Labeling", Computer Science and Information Systems 12(2):465-486, 2015.
+    .. [2] K. Crammer, O. Dekel, J. Keshet, S. Shalev-Shwartz and Y. Singer,
+       "Online Passive-Aggressive Algorithms", Journal of Machine Learning
+       Research 7:551-585, 2006.
     """
 
     _parameter_constraints = {
-        **BaseOnlineTagger._parameter_constraints,
-        "C": [Interval(Real, 0, None, closed="neither")],
+        **OnlineLearner._parameter_constraints,
+        "C": [Interval(Real, 0, MAX_C, closed="right")],
         "restricted": ["boolean"],
         "loss_augmented": ["boolean"],
         "cost": [StrOptions(set(COSTS))],
@@ -89,6 +98,6 @@ class PassiveAggressiveTagger(BaseOnlineTagger):
         self.verbose = verbose
         self.warm_start = warm_start
 
-    def _rule_params(self):
-        return {"rule": RULES["rpa" if self.restricted else "pa"], "C": float(self.C),
+    def _update_params(self):
+        return {"rule": "rpa" if self.restricted else "pa", "C": float(self.C),
                 "cost": COSTS[self.cost], "augment": bool(self.loss_augmented)}

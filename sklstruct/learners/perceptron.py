@@ -1,9 +1,8 @@
-"""The k-best structured perceptron (paper 000, section 4.5, eq. 36, Algorithm 4)."""
-from ._online import RULES
-from .base import BaseOnlineTagger
+"""The k-best structured perceptron (Mancev & Todorovic, section 4.5, eq. 36, Algorithm 4)."""
+from ._base import OnlineLearner
 
 
-class StructuredPerceptronTagger(BaseOnlineTagger):
+class StructuredPerceptronTagger(OnlineLearner):
     """k-best structured perceptron for a first-order linear chain.
 
     For each sentence ``x^n`` the tagger finds its ``k`` best label sequences
@@ -60,9 +59,17 @@ class StructuredPerceptronTagger(BaseOnlineTagger):
     ...                       StructuredPerceptronTagger(max_iter=5, random_state=0))
     >>> model.fit(X, y).score(X, y) > 0.9
     True
-    """
 
-    _rule = RULES["perceptron"]
+    References
+    ----------
+    .. [1] D. Mančev and B. Todorović, "k-Best Max-margin Approaches for Sequence
+       Labeling", Computer Science and Information Systems 12(2):465-486, 2015.
+    .. [2] M. Collins, "Discriminative Training Methods for Hidden Markov Models:
+       Theory and Experiments with Perceptron Algorithms", EMNLP 2002.
+    .. [3] Y. Altun, M. Johnson and T. Hofmann, "Investigating Loss Functions and
+       Optimization Methods for Discriminative Learning of Label Sequences",
+       EMNLP 2003.
+    """
 
     def __init__(self, k=1, max_iter=10, average=True, shuffle=True, random_state=None,
                  verbose=0, warm_start=False):
@@ -73,3 +80,6 @@ class StructuredPerceptronTagger(BaseOnlineTagger):
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
+
+    def _update_params(self):
+        return {"rule": "perceptron"}

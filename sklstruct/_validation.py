@@ -1,0 +1,264 @@
+"""Checks of user input, in one place and one message style.
+
+Every error says where the problem is, then what is wrong, e.g.
+``"X[3], token 2: feature value nan is not finite"`` or
+``"y[4]: has 7 labels but X[4] has 6 tokens"``, and is a ``ValueError``, as
+scikit-learn's own input checks raise.  Checks run before any state is touched and before any
+compiled code sees the data, so a kernel with bounds checks off can never read
+out of bounds.
+"""
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+
+#: Largest ``k`` (best structures per example) accepted anywhere: far more
+#: than a learner can use, and it bounds the k-best scratch (k x T labels).
+MAX_K = 100_000
+
+#: Largest absolute feature value accepted.  Products of a few such values
+#: and the weights stay far from overflow (1e308); a larger value is almost
+#: surely a bug upstream (scale the features).
+MAX_ABS_FEATURE = 1e100
+
+#: Largest slack weight / step cap ``C`` accepted (the dual variables sum to C).
+MAX_C = 1e100
+
+
+def describe(value, limit=60):
+    """A short repr for messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+# -- lists of sentences -------------------------------------------------------------------
+
+def check_sentence_list(X, name="X", what="per-sentence feature matrices"):
+    """``X`` as a Python list of sentences; raises unless X is a non-empty
+    sequence (not a string, mapping, single matrix or array of labels)."""
+    if X is None:
+        raise ValueError(f"{name}: expected a list of {what}; got None")
+    if isinstance(X, (str, bytes, dict)) or sp.issparse(X) or (
+            isinstance(X, np.ndarray) and X.ndim != 1 and X.dtype != object):
+        raise ValueError(f"{name}: expected a list of {what}; got a single "
+                        f"{type(X).__name__}" + (f" of shape {X.shape}" if hasattr(X, "shape")
+                                                 else ""))
+    try:
+        X = list(X)
+    except TypeError:
+        raise ValueError(f"{name}: expected a list of {what}; got {type(X).__name__}") from None
+    if not X:
+        raise ValueError(f"{name}: contains no sentences")
+    return X
+
+
+def check_csr_sentence(x, where, n_features=None):
+    """One sentence's feature matrix as a valid CSR matrix of float64.
+
+    The structure of a sparse input (index pointers, indices, shape) is
+    checked with NumPy before SciPy touches it: SciPy's own routines trust it
+    and a malformed ``indptr`` corrupts memory.  Values must be real, finite
+    and at most ``MAX_ABS_FEATURE`` in absolute value.
+    """
+    if sp.issparse(x):
+        x = _checked_sparse(x, where)
+    else:
+        if isinstance(x, (str, bytes)) or x is None:
+            raise ValueError(f"{where}: expected a 2-D feature matrix (n_tokens x n_features); "
+                            f"got {describe(x)}")
+        try:
+            x = np.asarray(x)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: features are not a numeric matrix ({exc})") from None
+        if x.dtype.kind not in "biuf":
+            raise ValueError(f"{where}: features must be real numbers; got dtype {x.dtype}")
+        if x.ndim != 2:
+            raise ValueError(f"{where}: expected a 2-D feature matrix (n_tokens x n_features); "
+                             f"got an array of shape {x.shape}")
+        x = sp.csr_matrix(x.astype(np.float64, copy=False))
+    if x.shape[0] == 0:
+        raise ValueError(f"{where}: sentence is empty (0 tokens)")
+    if x.shape[1] == 0:
+        raise ValueError(f"{where}: has 0 features")
+    if n_features is not None and x.shape[1] != n_features:
+        raise ValueError(f"{where}: has {x.shape[1]} features; expected {n_features}")
+    check_feature_values(x.data, lambda j: f"{where}, token "
+                         f"{int(np.searchsorted(x.indptr, j, side='right')) - 1}")
+    return x
+
+
+def check_feature_values(data, where_of):
+    """Feature values must be finite and moderate; ``where_of(j)`` names the
+    place of entry ``j`` for the message."""
+    bad = ~(np.abs(data) <= MAX_ABS_FEATURE)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        kind = "is not finite" if not np.isfinite(data[j]) else \
+            f"exceeds {MAX_ABS_FEATURE:g} in absolute value (scale the features)"
+        raise ValueError(f"{where_of(j)}: feature value {data[j].item()!r} {kind}")
+
+
+def _checked_sparse(x, where):
+    """Check a SciPy sparse matrix's arrays, then convert it to CSR float64."""
+    if len(x.shape) != 2:
+        raise ValueError(f"{where}: expected a 2-D feature matrix; got a sparse array of "
+                         f"shape {x.shape}")
+    if x.dtype.kind not in "biuf":
+        raise ValueError(f"{where}: features must be real numbers; got dtype {x.dtype}")
+    n_rows, n_cols = x.shape
+    fmt = x.format
+    if fmt in ("csr", "csc", "bsr"):
+        if fmt == "bsr":
+            br, bc = x.blocksize
+            if br < 1 or bc < 1 or n_rows % br or n_cols % bc:
+                raise ValueError(f"{where}: malformed sparse matrix (blocksize {x.blocksize} "
+                                 f"does not divide shape {x.shape})")
+            n_major, n_minor = n_rows // br, n_cols // bc
+            n_data = len(x.data)
+        else:
+            n_major, n_minor = (n_rows, n_cols) if fmt == "csr" else (n_cols, n_rows)
+            n_data = np.size(x.data)
+        indptr, indices = np.asarray(x.indptr), np.asarray(x.indices)
+        if indptr.ndim != 1 or indices.ndim != 1 or indptr.dtype.kind not in "iu" \
+                or indices.dtype.kind not in "iu":
+            raise ValueError(f"{where}: malformed sparse matrix (index arrays must be 1-D "
+                             "integers)")
+        if indptr.shape[0] != n_major + 1 or (indptr.size and indptr[0] != 0):
+            raise ValueError(f"{where}: malformed sparse matrix (indptr must have "
+                             f"{n_major + 1} entries starting at 0)")
+        if np.any(np.diff(indptr) < 0):
+            raise ValueError(f"{where}: malformed sparse matrix (indptr is not "
+                             "non-decreasing)")
+        if indptr[-1] > min(indices.shape[0], n_data):
+            raise ValueError(f"{where}: malformed sparse matrix (indptr points past the "
+                             f"{min(indices.shape[0], n_data)} stored entries)")
+        used = indices[:indptr[-1]]
+        if used.size and (used.min() < 0 or used.max() >= n_minor):
+            raise ValueError(f"{where}: malformed sparse matrix (column indices outside "
+                             f"[0, {n_minor}))" if fmt != "csc" else
+                             f"{where}: malformed sparse matrix (row indices outside "
+                             f"[0, {n_minor}))")
+    elif fmt == "coo":
+        coords = [np.asarray(c) for c in x.coords]
+        data = np.asarray(x.data)
+        if any(c.ndim != 1 or c.dtype.kind not in "iu" or c.shape != data.shape
+               for c in coords):
+            raise ValueError(f"{where}: malformed sparse matrix (COO coordinates and data "
+                             "must be 1-D arrays of one length)")
+        for c, size, axis in zip(coords, x.shape, ("row", "column")):
+            if c.size and (c.min() < 0 or c.max() >= size):
+                raise ValueError(f"{where}: malformed sparse matrix ({axis} indices outside "
+                                 f"[0, {size}))")
+    x = sp.csr_matrix(x, dtype=np.float64)
+    x.sum_duplicates()
+    return x
+
+
+# -- labels -------------------------------------------------------------------------------
+
+def _label_kind(value):
+    """'string', 'bytes' or 'number' for a label; None if it cannot be one."""
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bytes):
+        return "bytes"
+    if isinstance(value, (Integral, Real, np.bool_)):
+        return "number"
+    return None
+
+
+_KIND_OF_DTYPE = {"U": "string", "S": "bytes", "b": "number", "i": "number", "u": "number",
+                  "f": "number"}
+
+
+def _sequence_kinds(seq, where):
+    """The label kinds of one sequence, checked element by element only when
+    NumPy cannot tell (lists would be silently cast: ['a', 1] -> ['a', '1'])."""
+    if isinstance(seq, np.ndarray) and seq.dtype.kind in _KIND_OF_DTYPE:
+        return {_KIND_OF_DTYPE[seq.dtype.kind]: 0}
+    kinds = {}
+    for j, value in enumerate(seq):
+        kind = _label_kind(value)
+        if kind is None:
+            raise ValueError(f"{where}[{j}]: label {describe(value)} of type "
+                            f"{type(value).__name__} is not a string or a number")
+        kinds.setdefault(kind, j)
+    return kinds
+
+
+def check_label_sequences(y, lengths, name="y", x_name="X"):
+    """Check ``y`` (one label sequence per sentence, of the given lengths) and
+    return all labels concatenated in one array.
+
+    One rule for label types: all labels are strings, or all are bytes, or
+    all are numbers (finite), within a sentence as across sentences; never
+    None.  A sentence's labels may be any 1-D sequence.
+    """
+    if y is None:
+        raise ValueError(f"{name}: is required (a list of label sequences, one per sentence)")
+    y = check_sentence_list(y, name, "label sequences")
+    if len(y) != len(lengths):
+        raise ValueError(f"{name}: has {len(y)} label sequences but {x_name} has "
+                         f"{len(lengths)} sentences")
+    parts, first = [], {}
+    for i, (seq, T) in enumerate(zip(y, lengths)):
+        where = f"{name}[{i}]"
+        if isinstance(seq, (str, bytes)) or seq is None or not hasattr(seq, "__len__"):
+            raise ValueError(f"{where}: expected a sequence of labels; got {describe(seq)}")
+        if isinstance(seq, np.ndarray) and seq.ndim != 1:
+            raise ValueError(f"{where}: expected a 1-D sequence of labels; got shape "
+                             f"{seq.shape}")
+        if len(seq) != T:
+            raise ValueError(f"{where}: has {len(seq)} labels but {x_name}[{i}] has {T} tokens")
+        for kind, j in _sequence_kinds(seq, where).items():
+            first.setdefault(kind, (i, j))
+        if len(first) > 1:
+            (k1, (i1, j1)), (k2, (i2, j2)) = sorted(first.items(), key=lambda kv: kv[1])[:2]
+            raise ValueError(f"{name}[{i2}][{j2}]: label is a {k2} but {name}[{i1}][{j1}] is a "
+                            f"{k1}; labels must be all strings or all numbers")
+        parts.append(seq)
+    kind = next(iter(first))
+    labels = np.concatenate([np.asarray(p, dtype=object if kind != "number" else None)
+                             for p in parts])
+    if kind == "string":
+        labels = labels.astype(str)
+    elif kind == "bytes":
+        labels = labels.astype(bytes)
+    elif labels.dtype.kind == "f" and not np.isfinite(labels).all():
+        j = int(np.flatnonzero(~np.isfinite(labels))[0])
+        i = int(np.searchsorted(np.cumsum(lengths), j, side="right"))
+        raise ValueError(f"{name}[{i}]: label {labels[j].item()!r} is not finite")
+    elif labels.dtype.kind == "O":
+        labels = labels.astype(np.float64)
+    return labels
+
+
+def check_classes(classes, name="classes"):
+    """The sorted unique labels of a ``classes=`` argument (same type rules as y)."""
+    if isinstance(classes, (str, bytes)) or classes is None:
+        raise ValueError(f"{name}: expected a sequence of labels; got {describe(classes)}")
+    try:
+        n = len(classes)
+    except TypeError:
+        raise ValueError(f"{name}: expected a sequence of labels; got "
+                        f"{type(classes).__name__}") from None
+    if n == 0:
+        raise ValueError(f"{name}: is empty; pass every label that can occur")
+    if isinstance(classes, np.ndarray) and classes.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D sequence of labels; got shape "
+                         f"{classes.shape}")
+    kinds = _sequence_kinds(classes, name)
+    if len(kinds) > 1:
+        (k1, j1), (k2, j2) = sorted(kinds.items(), key=lambda kv: kv[1])[:2]
+        raise ValueError(f"{name}[{j2}]: label is a {k2} but {name}[{j1}] is a {k1}; labels "
+                        "must be all strings or all numbers")
+    return np.unique(check_label_sequences([classes], [n], name=name)), next(iter(kinds))
+
+
+def check_k(k, name="k"):
+    """``k`` as an int in [1, MAX_K]."""
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, Integral):
+        raise ValueError(f"{name} must be an integer in [1, {MAX_K}]; got {describe(k)}")
+    if not 1 <= k <= MAX_K:
+        raise ValueError(f"{name} must be an integer in [1, {MAX_K}]; got {k}")
+    return int(k)

@@ -1,0 +1,335 @@
+"""What every learner of the linear-chain model shares.
+
+:class:`ChainTagger` is the model's estimator face: the data contract (a list
+of per-sentence feature matrices, a list of label sequences), label encoding,
+``predict``, ``predict_kbest`` and ``score``.  :class:`ChainLearner` adds the
+one training loop: ``fit`` (with ``warm_start``), ``partial_fit``, epochs,
+shuffling, ``verbose`` progress and ``history_``; the weights, their layout and
+lazy averaging live in :class:`sklstruct._chain.ChainWeights`.
+
+A learner family (online, dual) implements ``_epoch``, one pass over the
+examples in a given order with its Cython kernel; an estimator names its
+update rule and the rule's parameters in ``_update_params()``.  State is only
+assigned once every check has passed, so a failed call leaves the estimator
+as it was.
+"""
+import math
+import time
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from .._chain import COSTS, ChainWeights
+from .._validation import (MAX_C, MAX_K, check_classes, check_k, check_label_sequences)
+from .._viterbi import decode_corpus, kbest_decode
+from ..chain import as_stacked, pack_chain, unpack_chain
+
+
+def _kind(labels):
+    return {"U": "string", "S": "bytes"}.get(labels.dtype.kind, "number")
+
+
+class ChainTagger(BaseEstimator):
+    """The linear-chain tagger: prediction and scoring from learned weights.
+
+    Subclasses set the learned attributes ``classes_``, ``coef_`` (n_labels x
+    n_features), ``transition_coef_`` (n_labels x n_labels, from row label to
+    column label), ``start_coef_`` and ``end_coef_`` (n_labels,) and
+    ``n_features_in_``.
+    """
+
+    def _encode(self, y, data, classes):
+        """Labels of ``y`` as int32 codes into ``classes`` (sorted), or raise
+        naming labels that are not in it."""
+        labels = check_label_sequences(y, data.lengths)
+        if classes is None:
+            return labels
+        if _kind(labels) != _kind(classes):
+            raise ValueError(f"y: labels are {_kind(labels)}s but the classes are "
+                            f"{_kind(classes)}s")
+        codes = np.clip(np.searchsorted(classes, labels), 0, len(classes) - 1)
+        unseen = classes[codes] != labels
+        if unseen.any():
+            raise ValueError(
+                f"y: labels {sorted(set(labels[unseen].tolist()))[:10]} were not seen in "
+                f"training (the model knows {len(classes)} classes); pass every label "
+                "with partial_fit(..., classes=...) on the first call, or refit")
+        return codes.astype(np.int32)
+
+    def _decoding_weights(self):
+        """(W (F, L), P (L + 2, L)), C-contiguous, from the public attributes."""
+        return (np.ascontiguousarray(self.coef_.T, dtype=np.float64),
+                pack_chain(self.transition_coef_, self.start_coef_, self.end_coef_))
+
+    def predict(self, X):
+        """Most likely label sequence of each sentence (Viterbi).
+
+        Parameters
+        ----------
+        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
+
+        Returns
+        -------
+        y_pred : list of ndarray of shape (n_tokens_i,)
+            The labels, in the type of ``classes_``.
+        """
+        check_is_fitted(self)
+        data = as_stacked(X, self.n_features_in_)
+        c = data.chain_data()
+        W, P = self._decoding_weights()
+        codes = decode_corpus(c.indptr, c.indices, c.data, c.offsets, W, P)
+        return data.split(self.classes_[codes])
+
+    def predict_kbest(self, X, k=5):
+        """The ``k`` best label sequences of each sentence, with their scores.
+
+        Parameters
+        ----------
+        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
+        k : int, default=5
+            At most ``sklstruct._validation.MAX_K``; a sentence with fewer
+            than ``k`` possible sequences gives all of them.
+
+        Returns
+        -------
+        result : list of (sequences, scores)
+            For each sentence, a list of up to ``k`` label arrays, best first,
+            and an ndarray of their scores w.F(x, y).
+        """
+        check_is_fitted(self)
+        k = check_k(k)
+        data = as_stacked(X, self.n_features_in_)
+        W, P = self._decoding_weights()
+        E = np.asarray(data.matrix @ W)
+        L = P.shape[1]
+        result = []
+        for a, b in zip(data.offsets[:-1], data.offsets[1:]):
+            # no more sequences than exist: L ** T may be smaller than k
+            k_s = k if (b - a) * math.log(L) >= math.log(k) else L ** int(b - a)
+            paths, scores = kbest_decode(E[a:b], P, k_s)
+            result.append(([self.classes_[p] for p in paths], scores))
+        return result
+
+    def score(self, X, y):
+        """Token accuracy of ``predict(X)`` against ``y`` (sklearn's classifier
+        convention, counted over tokens).  Use :mod:`sklstruct.metrics` scorers
+        for chunk F1."""
+        check_is_fitted(self)
+        data = as_stacked(X, self.n_features_in_)
+        y_true = check_label_sequences(y, data.lengths)
+        return float(np.mean(np.concatenate(self.predict(data)) == y_true))
+
+
+class ChainLearner(ChainTagger):
+    """The training loop of every learner of the chain weights.
+
+    Families define ``_new_state(data, codes)`` (optional), ``_check_warm``
+    (optional), ``_epoch(data, codes, order, rng)`` returning a dict of what
+    the pass did, and ``_describe(record)`` for ``verbose``.
+    """
+
+    _parameter_constraints = {
+        "k": [Interval(Integral, 1, MAX_K, closed="both")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "average": ["boolean"],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+    }
+
+    # -- hooks of a learner family ------------------------------------------------
+    def _new_state(self, data, codes):
+        """Learner state beyond the weights, for a fresh start (dict of attributes)."""
+        return {}
+
+    def _check_warm(self, data, codes):
+        """Raise if training cannot continue from the current state on this data."""
+
+    def _epoch(self, data, codes, order, rng):
+        raise NotImplementedError
+
+    def _describe(self, record):
+        raise NotImplementedError
+
+    # -- the loop -------------------------------------------------------------------
+    def _prepare(self, X, y, continuing, classes=None):
+        """Validate everything; return (data, codes, classes) without touching self."""
+        if continuing:
+            data = as_stacked(X, self.n_features_in_)
+            codes = self._encode(y, data, self.classes_)
+            if self._weights.average != bool(self.average):
+                raise ValueError("average: cannot change average when continuing training; "
+                                 "refit")
+            self._check_warm(data, codes)
+            return data, codes, self.classes_
+        data = as_stacked(X)
+        if classes is not None:
+            classes, _ = check_classes(classes)
+            codes = self._encode(y, data, classes)
+        else:
+            labels = self._encode(y, data, None)
+            classes, codes = np.unique(labels, return_inverse=True)
+            codes = codes.astype(np.int32)
+        return data, codes, classes
+
+    def _train(self, X, y, n_epochs, continuing, classes=None):
+        data, codes, classes = self._prepare(X, y, continuing, classes)
+        saved = dict(self.__dict__)
+        try:
+            if not continuing:
+                weights = ChainWeights(data.n_features, len(classes), bool(self.average))
+                state = {"_weights": weights, "_rng": check_random_state(self.random_state),
+                         "classes_": classes, "n_features_in_": data.n_features,
+                         "n_iter_": 0, "history_": [], **self._new_state(data, codes)}
+                self.__dict__.update(state)
+            chain_data = data.chain_data()
+            for _ in range(n_epochs):
+                n = len(data)
+                order = (self._rng.permutation(n) if self.shuffle
+                         else np.arange(n)).astype(np.int64)
+                tic = time.perf_counter()
+                record = self._epoch(chain_data, codes, order, self._rng)
+                self.n_iter_ += 1
+                record = {"epoch": self.n_iter_, **record, "sentences": n,
+                          "seconds": time.perf_counter() - tic}
+                self.history_.append(record)
+                if self.verbose:
+                    print(self._describe(record), flush=True)
+            self._publish()
+        except BaseException:
+            # a fresh start is undone whole; continued training fails before
+            # its first update (validation, allocation) or keeps the published
+            # weights of the last good fit when it diverges
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+        return self
+
+    def _publish(self):
+        """Expose the (averaged) weights as the public learned attributes."""
+        W, P = self._weights.averaged()
+        if not (np.isfinite(W).all() and np.isfinite(P).all()):
+            raise ValueError("training produced non-finite weights; scale the features "
+                             "down or lower C")
+        self.coef_ = W.T
+        self.transition_coef_, self.start_coef_, self.end_coef_ = unpack_chain(P)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Train for ``max_iter`` epochs over the sentences.
+
+        Parameters
+        ----------
+        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
+            Token features of each sentence (see :class:`sklstruct.SequenceVectorizer`).
+        y : list of array-like of shape (n_tokens_i,)
+            Label sequences; labels may be strings or numbers (one kind).
+
+        Returns
+        -------
+        self : object
+        """
+        return self._train(X, y, self.max_iter, self.warm_start and hasattr(self, "_weights"))
+
+
+class OnlineLearner(ChainLearner):
+    """Online learners: each example updates the weights by the estimator's
+    rule (``_update_params()["rule"]``, a function of ``learners/_online.pyx``)."""
+
+    def _epoch(self, data, codes, order, rng):
+        from ._online import online_epoch
+        mistakes, updates = online_epoch(data, codes, order, self._weights, k=int(self.k),
+                                         **self._update_params())
+        return {"mistakes": mistakes, "updates": updates}
+
+    def _describe(self, r):
+        return (f"-- Epoch {r['epoch']}: mistakes {r['mistakes']}/{r['sentences']} "
+                f"({100.0 * r['mistakes'] / r['sentences']:.2f}%), updates {r['updates']}, "
+                f"{r['seconds']:.3f} s")
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None):
+        """One epoch over the given sentences, continuing from the current weights.
+
+        Parameters
+        ----------
+        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
+        y : list of array-like of shape (n_tokens_i,)
+        classes : array-like, optional
+            All labels that will ever occur.  Needed on the first call only if
+            later batches contain labels the first batch lacks.
+
+        Returns
+        -------
+        self : object
+        """
+        return self._train(X, y, 1, hasattr(self, "_weights"), classes)
+
+
+class DualLearner(ChainLearner):
+    """Passes of a dual coordinate learner over working sets of sequences
+    (Mancev & Todorovic, sections 3, 4.2 and 4.3): k-best SDM and LaRank.  The
+    state (``DualState`` in ``learners/_dual.pyx``) keeps every example's
+    working set S_n, its dual variables and costs, and the weights stay equal
+    to ``sum lambda dF`` (eq. 6) throughout."""
+
+    _parameter_constraints = {
+        **ChainLearner._parameter_constraints,
+        "C": [Interval(Real, 0, MAX_C, closed="right")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "kappa": [Interval(Real, 0, None, closed="left")],
+        "max_smo_iter": [Interval(Integral, 1, None, closed="left")],
+        "cost": [StrOptions(set(COSTS))],
+    }
+
+    def _new_state(self, data, codes):
+        from ._dual import DualState
+        if self.kappa >= self.C:
+            raise ValueError(f"kappa={self.kappa} must be smaller than C={self.C}: no dual "
+                             "variable could exceed kappa, so SMO would never take a step")
+        return {"_dual": DualState(data.offsets, codes, float(self.C)),
+                "_dual_cost": self.cost, "_train_labels": codes,
+                "_train_lengths": data.lengths}
+
+    def _check_warm(self, data, codes):
+        same = (self._dual.n_examples == len(data)
+                and np.array_equal(self._train_labels, codes)
+                and np.array_equal(self._train_lengths, data.lengths))
+        if not same:
+            raise ValueError("warm_start continues the dual optimisation of the same "
+                             "training set; X and y differ from the previous fit")
+        if self._dual.C != float(self.C):
+            raise ValueError(f"C: cannot change C from {self._dual.C} to {self.C} when "
+                             "continuing training (the dual variables sum to C); refit")
+        if self._dual_cost != self.cost:
+            raise ValueError(f"cost: cannot change cost from {self._dual_cost!r} to "
+                             f"{self.cost!r} when continuing training (the working sets "
+                             "hold the costs of the old one); refit")
+
+    def _epoch(self, data, codes, order, rng):
+        from ._dual import dual_epoch
+        params = self._update_params()
+        if params.get("n_reprocess", 0) > 0:
+            # the random picks of support patterns, drawn after the order so
+            # that a learner without them visits examples like the online ones
+            self._dual.seed(int(rng.randint(1, 2**62)))
+        mistakes, steps, _ = dual_epoch(
+            self._dual, data, order, self._weights, int(self.k), cost=COSTS[self.cost],
+            tol=float(self.tol), kappa=float(self.kappa), max_smo_steps=int(self.max_smo_iter),
+            **params)
+        self.n_support_ = self._dual.n_support
+        self.dual_objective_ = self._dual.objective
+        return {"mistakes": mistakes, "smo_steps": steps,
+                "dual_objective": self._dual.objective, "n_support": self._dual.n_support,
+                "n_sequences": self._dual.n_sequences}
+
+    def _describe(self, r):
+        return (f"-- Pass {r['epoch']}: dual objective {r['dual_objective']:.6g}, "
+                f"support vectors {r['n_support']} ({r['n_sequences']} sequences held), "
+                f"mistakes {r['mistakes']}/{r['sentences']}, SMO steps {r['smo_steps']}, "
+                f"{r['seconds']:.3f} s")

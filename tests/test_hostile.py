@@ -1,0 +1,255 @@
+"""Hostile input to the chain taggers: clear errors, no crash, no silent garbage,
+and a failed call leaves the estimator as it was."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.exceptions import NotFittedError
+
+from sklstruct._registry import TAGGERS
+from sklstruct._validation import MAX_K
+
+TAGGER_CLASSES = list(TAGGERS.values())
+
+
+def data(n=4, F=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = [sp.csr_matrix(rng.random((i + 2, F))) for i in range(n)]
+    y = [np.array(["a", "b"])[np.arange(i + 2) % 2] for i in range(n)]
+    return X, y
+
+
+def snapshot(model):
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v)
+            for k, v in vars(model).items() if k.endswith("_") and not k.startswith("_")}
+
+
+def assert_unchanged(model, before):
+    after = snapshot(model)
+    assert after.keys() == before.keys()
+    for k, v in before.items():
+        if isinstance(v, np.ndarray):
+            np.testing.assert_array_equal(after[k], v)
+        elif k != "history_":
+            assert after[k] == v, k
+
+
+@pytest.mark.parametrize("cls", TAGGER_CLASSES)
+@pytest.mark.parametrize("k", [2**62, 2**63, 2**64, MAX_K + 1])
+def test_huge_k_is_refused_before_any_allocation(cls, k):
+    X, y = data()
+    with pytest.raises(ValueError, match="'k' parameter"):
+        cls(k=k).fit(X, y)
+    model = cls(max_iter=1).fit(X, y)
+    with pytest.raises(ValueError, match="k must be"):
+        model.predict_kbest(X, k=k)
+
+
+def test_kbest_with_k_beyond_the_number_of_sequences():
+    X, y = data()
+    model = TAGGERS["perceptron"](max_iter=1).fit(X, y)
+    result = model.predict_kbest(X[:1], k=MAX_K)     # 2 labels, 2 tokens: 4 sequences
+    assert len(result[0][0]) == 4
+
+
+@pytest.mark.parametrize("cls", TAGGER_CLASSES)
+def test_failed_fit_leaves_the_estimator_as_it_was(cls):
+    X, y = data()
+    model = cls(max_iter=1, random_state=0).fit(X, y)
+    before = snapshot(model)
+    X2, y2 = data(F=5)
+    y2 = [np.where(t == "a", "c", t) for t in y2]
+    bad_X = X2[:3] + [np.full((5, 5), np.nan)]        # new features and labels, then bad
+    with pytest.raises(ValueError):
+        model.fit(bad_X, y2)
+    assert_unchanged(model, before)
+    model.predict(X)                                  # still consistent: no crash
+
+
+@pytest.mark.parametrize("cls", TAGGER_CLASSES)
+def test_fit_that_fails_while_training_is_undone(cls, monkeypatch):
+    X, y = data()
+    model = cls(max_iter=1, random_state=0).fit(X, y)
+    before = snapshot(model)
+
+    def boom(*args, **kwargs):
+        raise MemoryError("simulated")
+    monkeypatch.setattr(cls, "_epoch", boom)
+    X2, _ = data(F=6)
+    with pytest.raises(MemoryError):
+        model.fit(X2, [np.full(len(t), "z") for t in y])
+    assert_unchanged(model, before)
+    monkeypatch.undo()
+    assert model.predict(X)[0].dtype.kind == "U"
+
+
+@pytest.mark.parametrize("cls", TAGGER_CLASSES)
+def test_unfitted_estimator_raises_not_fitted(cls):
+    X, y = data()
+    for call in (lambda m: m.predict(X), lambda m: m.predict_kbest(X), lambda m: m.score(X, y)):
+        with pytest.raises(NotFittedError):
+            call(cls())
+
+
+def bad_csr(kind):
+    good = sp.csr_matrix(np.ones((3, 3)))
+    if kind == "indptr-not-monotonic":
+        return sp.csr_matrix((good.data, good.indices, np.array([0, 6, 3, 9])), shape=(3, 3))
+    m = good.copy()
+    if kind == "index-out-of-range":
+        m.indices[4] = 1000
+    elif kind == "negative-index":
+        m.indices[0] = -5
+    elif kind == "indptr-past-end":
+        m.indptr[-1] = 50
+    return m
+
+
+@pytest.mark.parametrize("kind", ["indptr-not-monotonic", "index-out-of-range",
+                                  "negative-index", "indptr-past-end"])
+def test_malformed_sparse_structure_is_refused_before_scipy_sees_it(kind):
+    X, y = data()
+    model = TAGGERS["perceptron"](max_iter=1).fit(X, y)
+    with pytest.raises(ValueError, match=r"X\[0\]: malformed sparse matrix"):
+        model.predict([bad_csr(kind)])
+    with pytest.raises(ValueError, match=r"X\[1\]: malformed sparse matrix"):
+        TAGGERS["pa"]().fit([X[0], bad_csr(kind)], [y[0], ["a", "b", "a"]])
+
+
+def test_malformed_coo_and_one_dimensional_sparse():
+    coo = sp.coo_matrix(np.ones((2, 3)))
+    coo.col[0] = 99
+    X, y = data()
+    model = TAGGERS["perceptron"](max_iter=1).fit(X, y)
+    with pytest.raises(ValueError, match="malformed sparse matrix"):
+        model.predict([coo])
+    with pytest.raises(ValueError, match="2-D"):
+        model.predict([sp.coo_array(np.ones(3))])
+
+
+@pytest.mark.parametrize("value", [1e154, -1e200, 1e101])
+@pytest.mark.parametrize("cls", TAGGER_CLASSES)
+def test_huge_feature_values_are_refused(value, cls):
+    X, y = data()
+    X[2] = X[2].copy()
+    X[2].data[1] = value
+    with pytest.raises(ValueError, match=r"X\[2\], token 0: feature value .* exceeds"):
+        cls(max_iter=1).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", TAGGER_CLASSES)
+def test_large_but_accepted_values_train_to_finite_weights(cls):
+    X, y = data()
+    X = [x * 1e90 for x in X]
+    model = cls(max_iter=2, random_state=0).fit(X, y)
+    assert np.isfinite(model.coef_).all() and np.isfinite(model.transition_coef_).all()
+    assert set(np.concatenate(model.predict(X))) <= {"a", "b"}
+
+
+@pytest.mark.parametrize("labels, message", [
+    ([["a", 1], ["b", "a", "b"]], r"y\[0\]\[1\]: label is a number but y\[0\]\[0\] is a string"),
+    ([[b"a", "b"], ["b", "a", "b"]], r"y\[0\]\[1\]: label is a string but y\[0\]\[0\] is a bytes"),
+    ([[1, 2], ["b", "a", "b"]], r"y\[1\]\[0\]: label is a string"),
+    ([["a", None], ["b", "a", "b"]], r"y\[0\]\[1\]: label None"),
+    ([[np.nan, 1.0], [1.0, 2.0, 1.0]], r"y\[0\]: label nan is not finite"),
+])
+def test_one_rule_for_label_types(labels, message):
+    X, _ = data(n=2)
+    with pytest.raises(ValueError, match=message):
+        TAGGERS["perceptron"]().fit(X, labels)
+
+
+def test_partial_fit_classes_errors():
+    X, y = data()
+    model = TAGGERS["perceptron"]()
+    with pytest.raises(ValueError, match="classes: is empty"):
+        model.partial_fit(X, y, classes=[])
+    with pytest.raises(ValueError, match=r"classes\[1\]: label None"):
+        model.partial_fit(X, y, classes=["a", None])
+    with pytest.raises(ValueError, match="labels are strings but the classes are numbers"):
+        model.partial_fit(X, y, classes=[0, 1])
+    with pytest.raises(ValueError, match="not seen"):
+        model.partial_fit(X, y, classes=["a"])
+    assert not hasattr(model, "classes_")
+    model.partial_fit(X, y, classes=["a", "b", "c"])
+    assert list(model.classes_) == ["a", "b", "c"]
+
+
+# -- property-based: whatever a hostile user does, the model stays consistent -------------
+
+values = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64),
+                   st.sampled_from([0.0, 1.0, -1.0, 1e300, 1e-300]))
+labels = st.one_of(st.sampled_from(["a", "b", "c"]), st.integers(-3, 3), st.none(),
+                   st.sampled_from([b"a", 1.5, "é|x"]))
+
+
+@st.composite
+def problems(draw):
+    n = draw(st.integers(0, 4))
+    F = draw(st.integers(0, 3))
+    X, y = [], []
+    for _ in range(n):
+        T = draw(st.integers(0, 3))
+        F_i = F if draw(st.integers(0, 9)) else draw(st.integers(0, 4))
+        dense = np.array(draw(st.lists(values, min_size=T * F_i, max_size=T * F_i)),
+                         dtype=float).reshape(T, F_i)
+        if draw(st.booleans()):
+            dense = np.where(np.isfinite(dense), np.clip(dense, -2, 2), 0.0)
+        kind = draw(st.sampled_from(["csr", "dense", "list", "coo"]))
+        X.append({"csr": sp.csr_matrix, "dense": np.asarray, "list": lambda a: a.tolist(),
+                  "coo": sp.coo_matrix}[kind](dense))
+        T_y = T if draw(st.integers(0, 9)) else draw(st.integers(0, 4))
+        if draw(st.integers(0, 4)):
+            y.append([draw(st.sampled_from(["a", "b", "c"])) for _ in range(T_y)])
+        else:
+            y.append([draw(labels) for _ in range(T_y)])
+    return X, y
+
+
+params = st.fixed_dictionaries({}, optional={
+    "k": st.one_of(st.integers(-2, 4), st.just(2**62), st.just(1.5)),
+    "max_iter": st.one_of(st.integers(-1, 2), st.just(None)),
+    "C": st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.just(1e300)),
+    "average": st.one_of(st.booleans(), st.just("yes")),
+    "shuffle": st.booleans(),
+    "warm_start": st.booleans(),
+})
+
+
+def check_consistent(model):
+    if not hasattr(model, "coef_"):
+        return
+    L, F = len(model.classes_), model.n_features_in_
+    assert model.coef_.shape == (L, F)
+    assert model.transition_coef_.shape == (L, L)
+    assert np.isfinite(model.coef_).all()
+    pred = model.predict([np.ones((2, F))])
+    assert set(pred[0]) <= set(model.classes_)
+
+
+@pytest.mark.parametrize("name", sorted(TAGGERS))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calls=st.lists(st.tuples(st.sampled_from(["fit", "partial_fit", "predict", "kbest",
+                                                 "score", "set_params"]),
+                                problems(), params), min_size=1, max_size=5))
+def test_fuzz_tagger_api(name, calls):
+    model = TAGGERS[name](max_iter=1, random_state=0)
+    for op, (X, y), p in calls:
+        try:
+            if op == "fit":
+                model.fit(X, y)
+            elif op == "partial_fit":
+                if hasattr(model, "partial_fit"):
+                    model.partial_fit(X, y)
+            elif op == "predict":
+                model.predict(X)
+            elif op == "kbest":
+                model.predict_kbest(X, k=p.get("k", 2))
+            elif op == "score":
+                model.score(X, y)
+            else:
+                model.set_params(**{k: v for k, v in p.items() if k in model.get_params()})
+        except (ValueError, TypeError, NotFittedError) as exc:
+            assert str(exc)
+        check_consistent(model)

@@ -1,0 +1,107 @@
+"""StackedSentences: a list of sentence matrices to scikit-learn, one CSR matrix to the kernels."""
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score, train_test_split
+from sklearn.utils import _safe_indexing
+
+from sklstruct import StructuredPerceptronTagger
+from sklstruct.chain import StackedSentences, as_stacked
+
+
+def sentences(n=7, F=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = [sp.csr_matrix(rng.integers(0, 2, size=(rng.integers(1, 5), F)).astype(float))
+         for _ in range(n)]
+    y = [rng.integers(0, 3, size=x.shape[0]) for x in X]
+    return X, y
+
+
+def same(a, b):
+    assert len(a) == len(b)
+    for x, z in zip(a, b):
+        assert x.shape == z.shape and (x != z).nnz == 0
+
+
+def test_list_face():
+    X, _ = sentences()
+    S = as_stacked(X)
+    assert isinstance(S, StackedSentences) and len(S) == 7 and S.shape == (7,)
+    same(S, X)
+    same(list(S), X)
+    same([S[-1]], [X[-1]])
+    same(S[2:5], X[2:5])
+    same(S[::-2], X[::-2])
+    same(S[[4, 0, 0]], [X[4], X[0], X[0]])
+    same(S[np.arange(7) % 2 == 0], X[::2])
+    same(S[(np.array([1, 3]), Ellipsis)], [X[1], X[3]])
+    assert isinstance(S[1:3], StackedSentences)
+    for bad in (7, -8):
+        with pytest.raises(IndexError):
+            S[bad]
+    with pytest.raises(IndexError):
+        S[np.array([0.5])]
+    with pytest.raises(IndexError):
+        S[np.ones(3, dtype=bool)]
+    with pytest.raises(IndexError):
+        S[3:3]
+
+
+def test_sklearn_indexing_keeps_the_stack():
+    X, y = sentences(10)
+    S = as_stacked(X)
+    part = _safe_indexing(S, np.array([9, 2, 4]))
+    assert isinstance(part, StackedSentences)
+    same(part, [X[9], X[2], X[4]])
+    a, b, ya, yb = train_test_split(S, y, test_size=0.3, random_state=0)
+    assert isinstance(a, StackedSentences) and isinstance(b, StackedSentences)
+    assert len(a) == len(ya) and len(b) == len(yb)
+    for train, test in KFold(3).split(S):
+        same(S[train], [X[i] for i in train])
+
+
+def test_pickle_and_immutability():
+    X, _ = sentences()
+    S = as_stacked(X)
+    T = pickle.loads(pickle.dumps(S))
+    same(T, X)
+    np.testing.assert_array_equal(T.offsets, S.offsets)
+    with pytest.raises(ValueError):
+        S.matrix.data[0] = 5.0       # read-only: the kernels' view cannot change under them
+
+
+def test_constructor_validates():
+    M = sp.csr_matrix(np.ones((3, 2)))
+    StackedSentences(M, [0, 1, 3])
+    for offsets in ([0, 1], [0, 2, 2, 3], [1, 3], [0, 3, 1, 3], [[0, 3]]):
+        with pytest.raises(ValueError, match="offsets"):
+            StackedSentences(M, offsets)
+    with pytest.raises(ValueError, match="finite"):
+        StackedSentences(sp.csr_matrix(np.full((2, 2), np.nan)), [0, 2])
+    with pytest.raises(TypeError):
+        StackedSentences(np.ones((2, 2)), [0, 2])
+
+
+def test_fit_and_predict_on_stacked_equal_lists():
+    X, y = sentences(40, seed=1)
+    S = as_stacked(X)
+    a = StructuredPerceptronTagger(max_iter=3, random_state=0).fit(X, y)
+    b = StructuredPerceptronTagger(max_iter=3, random_state=0).fit(S, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    for p, q in zip(a.predict(X), b.predict(S)):
+        np.testing.assert_array_equal(p, q)
+    assert as_stacked(S) is S                     # no second stacking
+    with pytest.raises(ValueError, match="features"):
+        a.predict(as_stacked([sp.csr_matrix(np.ones((2, 9)))]))
+
+
+def test_cross_validation_on_stacked():
+    X, y = sentences(30, seed=2)
+    S = as_stacked(X)
+    model = StructuredPerceptronTagger(max_iter=2, random_state=0)
+    np.testing.assert_allclose(cross_val_score(model, S, y, cv=3),
+                               cross_val_score(model, X, y, cv=3))
+    search = GridSearchCV(model, {"k": [1, 2]}, cv=3).fit(S, y)
+    assert search.best_params_["k"] in (1, 2)
