@@ -1,11 +1,21 @@
 """The command line: demo, train, tag, evaluate."""
+import operator
+import os
+import re
 import subprocess
 import sys
 
+import joblib
 import pytest
+from sklearn.linear_model import Perceptron
+from sklearn.pipeline import make_pipeline
 
+from sklstruct import cli
 from sklstruct.__main__ import main
+from sklstruct._registry import TAGGERS
+from sklstruct.cli import build_parser
 from sklstruct.datasets import make_chunking_corpus, read_conll, write_conll
+from sklstruct.features import SequenceVectorizer
 
 
 @pytest.fixture(scope="module")
@@ -48,17 +58,179 @@ def test_train_tag_evaluate(files, capsys):
     assert capsys.readouterr().out == report
 
 
-def test_errors_are_reported_not_raised(files, capsys):
-    assert main(["train", str(files / "missing.txt"), "-m", str(files / "m")]) == 2
-    assert "error:" in capsys.readouterr().err
+def fails(argv, capsys):
+    """Exit status and message of a command that must fail with one line on stderr."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert err.startswith("sklstruct: error: ") and err.endswith("\n")
+    assert err.count("\n") == 1, err  # one line, no traceback
+    assert info.value.code in (1, 2)
+    return info.value.code, err
+
+
+@pytest.fixture(scope="module")
+def model(files):
+    path = files / "model.joblib"
+    main(["train", str(files / "train.txt"), "-m", str(path), "-p", "max_iter=2"])
+    return path
+
+
+@pytest.fixture
+def no_reading(monkeypatch):
+    """Fail the test if the command reads a CoNLL file."""
+    def read_conll(*args, **kwargs):
+        raise AssertionError("the input was read before the arguments were checked")
+    monkeypatch.setattr(cli, "read_conll", read_conll)
+
+
+def test_usage_errors_exit_2(files, capsys, no_reading):
+    train = str(files / "train.txt")
+    for argv, message in [
+        ([], "the following arguments are required: command"),
+        (["fly"], "invalid choice: 'fly'"),
+        (["train", train], "the following arguments are required: --model/-m"),
+        (["train", train, "-m", "m", "-e", "crf"], "invalid choice: 'crf'"),
+        (["train", train, "-m", "m", "-p", "k"], "--param expects NAME=VALUE; got 'k'"),
+        (["train", train, "-m", "m", "-p", "=1"], "NAME=VALUE"),
+        (["train", train, "-m", "m", "-p", "k=0"], "'k' parameter"),
+        (["train", train, "-m", "m", "-p", "nope=1"], "Invalid parameter 'nope'"),
+        (["train", train, "-m", "m", "--window", "-1"], "must be at least 0"),
+        (["train", train, "-m", "m", "--templates", "word", "--window", "1000000"],
+         "'window' parameter"),
+        (["train", train, "-m", "m", "--templates", "word[99999999999999999999]"],
+         "offset '99999999999999999999' is too large"),
+        (["train", train, "-m", "m", "--templates", "wrod"], "unknown template name"),
+        (["train", train, "-m", "m", "--templates", ","], "--templates lists no template"),
+        (["train", train, "-m", "m", "--encoding", "klingon"], "unknown encoding"),
+        (["train", train, "-m", train], "is the training file"),
+        (["demo", "--k", "0"], "must be at least 1"),
+        (["demo", "--n-sentences", "x"], "expected an integer"),
+        (["tag", "model"], "the following arguments are required: input"),
+        (["tag", str(files / "m"), train, "-o", train], "the output .* is the input file"),
+    ]:
+        status, err = fails(argv, capsys)
+        assert status == 2, err
+        assert re.search(message, err), err
+    assert (files / "train.txt").stat().st_size > 0  # not overwritten
+
+
+def test_runtime_errors_exit_1(files, model, capsys):
+    train, test = str(files / "train.txt"), str(files / "test.txt")
     bad = files / "bad.txt"
     bad.write_text("a DT B-NP\nb NN\n")
-    assert main(["train", str(bad), "-m", str(files / "m")]) == 2
-    assert "line 2" in capsys.readouterr().err
+    one_column = files / "one.txt"
+    one_column.write_text("a\nb\n")
+    empty = files / "empty.joblib"
+    empty.write_bytes(b"")
+    latin = files / "latin.txt"
+    latin.write_bytes(b"caf\xe9 NN B-NP\n")
+    for argv, message in [
+        (["train", str(files / "missing.txt"), "-m", str(files / "m")],
+         "training file '.*missing.txt' does not exist"),
+        (["train", str(files), "-m", str(files / "m")], "is a directory, not a file"),
+        (["train", str(bad), "-m", str(files / "m")], "line 2"),
+        # swapped arguments: the model read as a CoNLL file
+        (["train", str(model), "-m", str(files / "m2")], "training file '.*model.joblib' "
+         "looks like a saved model, not a CoNLL file \\(are the arguments swapped\\?\\)"),
+        (["tag", test, str(model)], "'.*test.txt' is not a model saved by 'sklstruct "
+         "train' \\(is MODEL the right argument\\?\\)"),
+        (["tag", str(files), test], "model '.*' is a directory"),
+        (["tag", str(empty), test], "is not a model.*EOFError"),
+        (["tag", str(model), str(files)], "input '.*' is a directory"),
+        (["tag", str(model), str(files / "nope.txt")], "input '.*nope.txt' does not exist"),
+        (["tag", str(model), str(one_column)], "has 1 columns; the model expects 2"),
+        (["tag", str(model), test, "-o", str(files)], "output '.*' is a directory"),
+        (["tag", str(model), test, "-o", str(files / "no" / "such" / "dir.txt")],
+         "cannot write output"),
+        (["evaluate", str(model)], "input '.*' looks like a saved model"),
+        (["evaluate", str(latin)], "Cannot decode .* --encoding"),
+        (["evaluate", str(one_column)], "needs at least two columns"),
+        (["evaluate", test, "--model", train], "is not a model.*--model the right argument"),
+        (["evaluate", str(files / "raw.txt"), "--model", str(model)],
+         "has no gold label column"),
+    ]:
+        status, err = fails(argv, capsys)
+        assert status == 1, err
+        assert re.search(message, err), err
+    assert not (files / "m").exists() and not (files / "m2").exists()
+    if os.path.exists("/dev/full"):  # a write that fails after the check
+        status, err = fails(["tag", str(model), test, "-o", "/dev/full"], capsys)
+        assert status == 1 and "cannot write output '/dev/full': No space left" in err
+
+
+class _Boom:
+    """Unpickling this runs operator.truediv(1, 0): a file can run any code."""
+
+    def __reduce__(self):
+        return operator.truediv, (1, 0)
+
+
+@pytest.mark.parametrize("content, message", [
+    (_Boom(), "is not a model.*ZeroDivisionError"),
+    ([1, 2], "is not a model.*it holds a list"),
+    ({"model": "text", "n_columns": 2}, "its model is a str, not a SequenceVectorizer "
+     "\\+ sklstruct tagger pipeline"),
+    ({"model": make_pipeline(SequenceVectorizer(), Perceptron()), "n_columns": 2},
+     "its model is a Pipeline, not"),
+    ({"model": make_pipeline(SequenceVectorizer(), TAGGERS["pa"]()), "n_columns": 2},
+     "model '.*' is not fitted"),
+    ({"model": make_pipeline(SequenceVectorizer(), TAGGERS["pa"]()), "n_columns": "2"},
+     "n_columns='2' is not a positive int"),
+])
+def test_loaded_file_must_be_a_fitted_tagger_pipeline(files, capsys, content, message):
+    path = files / "not_a_model.joblib"
+    joblib.dump(content, path)
+    status, err = fails(["tag", str(path), str(files / "raw.txt")], capsys)
+    assert status == 1 and re.search(message, err), err
+
+
+def test_model_path_is_checked_before_training(files, capsys, no_reading):
+    # Regression: an unwritable -m path was found only after training.
+    for path, message in [(files, "model '.*' is a directory"),
+                          (files / "missing" / "m.joblib", "cannot write model '.*m.joblib': "
+                           "No such file or directory")]:
+        status, err = fails(["train", str(files / "train.txt"), "-m", str(path)], capsys)
+        assert status == 1 and re.search(message, err), err
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="root may write anywhere")
+def test_read_only_model_path(files, capsys, no_reading):
+    path = files / "read_only.joblib"
+    path.write_bytes(b"")
+    path.chmod(0o444)
+    status, err = fails(["train", str(files / "train.txt"), "-m", str(path)], capsys)
+    assert status == 1 and "Permission denied" in err
+
+
+def test_messages_are_one_line(files, capsys, monkeypatch):
+    def fit(self, X, y):
+        raise ValueError("first line\nsecond line " + "x" * 5000)
+    monkeypatch.setattr(TAGGERS["perceptron"], "fit", fit)
+    status, err = fails(["train", str(files / "train.txt"), "-m", str(files / "m")], capsys)
+    assert status == 1 and "first line second line xxx" in err and len(err) < 1100
+    assert not (files / "m").exists()
+
+
+def test_estimators_come_from_the_registry():
+    parser = build_parser()
+    train = parser._subparsers._group_actions[0].choices["train"]
+    (estimator,) = [a for a in train._actions if a.dest == "estimator"]
+    assert list(estimator.choices) == sorted(TAGGERS)
+    assert not hasattr(cli, "ESTIMATORS")
+
+
+def test_help_warns_that_models_run_code(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["tag", "--help"])
+    assert info.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "executes code" in out and "trusted" in out
     with pytest.raises(SystemExit):
-        main(["train", str(files / "train.txt"), "-m", str(files / "m"), "-p", "k"])
-    assert main(["train", str(files / "train.txt"), "-m", str(files / "m"), "-p", "k=0"]) == 2
-    assert "'k' parameter" in capsys.readouterr().err
+        main(["--help"])
+    assert "2 for usage errors" in " ".join(capsys.readouterr().out.split())
 
 
 def test_python_dash_m(tmp_path):
@@ -66,6 +238,13 @@ def test_python_dash_m(tmp_path):
     result = subprocess.run([sys.executable, "-m", "sklstruct", "--help"], cwd=tmp_path,
                             capture_output=True, text=True, check=True)
     assert "demo" in result.stdout and "evaluate" in result.stdout
+    # errors: one line on stderr, status 2 for usage and 1 for runtime errors
+    for argv, status in [(["train"], 2), (["tag", "nope.joblib", "nope.txt"], 1)]:
+        result = subprocess.run([sys.executable, "-m", "sklstruct", *argv], cwd=tmp_path,
+                                capture_output=True, text=True)
+        assert result.returncode == status
+        assert result.stderr.startswith("sklstruct: error: ")
+        assert result.stderr.count("\n") == 1, result.stderr
 
 
 @pytest.mark.parametrize("name, params", [("sdm", ["k=2", "max_iter=3"]),

@@ -1,0 +1,458 @@
+"""Command line: ``sklstruct demo | train | tag | evaluate`` (also ``python -m sklstruct``).
+
+Every error is one line on standard error, ``sklstruct: error: ...``, and a
+non-zero exit status:
+
+* 2 -- usage errors: the command line cannot be parsed, or an option or
+  estimator parameter has a bad value (found before any file is read, as
+  :mod:`argparse` reports its own errors);
+* 1 -- runtime errors: a file cannot be read or written, is not in the
+  expected format, is not a model saved by ``sklstruct train``, or the data
+  cannot be learned from or tagged.
+
+:func:`main` returns 0 on success and raises :class:`SystemExit` with one of
+these codes on failure (130 on Ctrl-C).
+"""
+import argparse
+import ast
+import codecs
+import os
+import sys
+import time
+
+import joblib
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import Perceptron
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.utils.validation import check_is_fitted
+
+from . import __version__
+from ._registry import TAGGERS
+from .datasets import make_chunking_corpus, read_conll, write_conll
+from .features import SequenceVectorizer, feature_set
+from .metrics import chunk_report, format_conlleval
+
+PROG = "sklstruct"
+
+#: Exit status of usage errors (as argparse's) and of runtime errors.
+USAGE_ERROR, RUNTIME_ERROR = 2, 1
+
+#: Longest error message printed (a message may quote a token or a value).
+_MAX_MESSAGE = 1000
+
+
+class CommandError(Exception):
+    """An error to report in one line, with its exit status."""
+
+    def __init__(self, message, status=RUNTIME_ERROR):
+        super().__init__(message)
+        self.status = status
+
+
+def _one_line(message):
+    text = " ".join(str(message).split())
+    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE - 3] + "..."
+
+
+def _fail(message, status):
+    """Print ``sklstruct: error: message`` on one line and exit with ``status``."""
+    sys.stderr.write(f"{PROG}: error: {_one_line(message)}\n")
+    raise SystemExit(status)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line (usage goes with --help)."""
+
+    def error(self, message):
+        _fail(f"{message} (see '{self.prog} --help')", USAGE_ERROR)
+
+
+# -- argument types ------------------------------------------------------------------------
+
+
+def _int_at_least(low):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}; got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
+def _encoding(text):
+    try:
+        codecs.lookup(text)
+    except LookupError:
+        raise argparse.ArgumentTypeError(f"unknown encoding {text!r}") from None
+    return text
+
+
+def _parse_params(pairs):
+    params = {}
+    for pair in pairs or ():
+        name, sep, value = pair.partition("=")
+        if not sep or not name.isidentifier():
+            raise CommandError(f"--param expects NAME=VALUE; got {pair!r}", USAGE_ERROR)
+        try:
+            params[name] = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            params[name] = value
+    return params
+
+
+def _check_params(model):
+    """Check every step's parameters (and the templates) before any file is read."""
+    try:
+        for _, step in model.steps:
+            if hasattr(step, "_parameter_constraints"):
+                step._validate_params()
+            if isinstance(step, SequenceVectorizer):
+                step._prepare()
+    except (ValueError, TypeError) as exc:
+        raise CommandError(exc, USAGE_ERROR) from None
+
+
+# -- files ---------------------------------------------------------------------------------
+
+
+def _check_readable(path, what):
+    if os.path.isdir(path):
+        raise CommandError(f"{what} {path!r} is a directory, not a file")
+    if not os.path.exists(path):
+        raise CommandError(f"{what} {path!r} does not exist")
+
+
+def _check_writable(path, what):
+    """Fail now, not after the work, if ``path`` cannot be written."""
+    if os.path.isdir(path):
+        raise CommandError(f"{what} {path!r} is a directory, not a file")
+    existed = os.path.exists(path)
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as exc:
+        raise CommandError(f"cannot write {what} {path!r}: {exc.strerror or exc}") from None
+    if not existed:
+        os.remove(path)
+
+
+def _same_file(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _read(path, what, **kwargs):
+    _check_readable(path, what)
+    try:
+        return read_conll(path, **kwargs)
+    except ValueError as exc:
+        if _looks_like_a_model(path):
+            raise CommandError(f"{what} {path!r} looks like a saved model, not a CoNLL file "
+                               "(are the arguments swapped?)") from None
+        raise CommandError(f"{exc} (the file encoding is set with --encoding)"
+                           if "decode" in str(exc) else exc) from None
+
+
+def _looks_like_a_model(path):
+    """Whether a file starts like a pickle (protocol 2 or later), as joblib writes."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(2)
+    except OSError:
+        return False
+    return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
+
+
+def _write(what, path, write):
+    try:
+        write()
+    except OSError as exc:
+        raise CommandError(f"cannot write {what} {path!r}: {exc.strerror or exc}") from None
+
+
+# -- models --------------------------------------------------------------------------------
+
+
+def _load(path, argument="MODEL"):
+    """The saved dict of ``sklstruct train``, checked: a fitted tagger pipeline.
+
+    Loading runs joblib/pickle, which executes code stored in the file: load
+    only models you trust.
+    """
+    _check_readable(path, "model")
+    not_a_model = (f"{path!r} is not a model saved by 'sklstruct train' (is {argument} "
+                   "the right argument?)")
+    try:
+        saved = joblib.load(path)
+    except MemoryError:
+        raise CommandError(f"{not_a_model}: out of memory while loading it") from None
+    except Exception as exc:  # unpickling a file that is not a model can raise anything
+        raise CommandError(f"{not_a_model}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(saved, dict) or "model" not in saved:
+        raise CommandError(f"{not_a_model}: it holds a {type(saved).__name__}")
+    model, n_columns = saved["model"], saved.get("n_columns")
+    tagger_classes = tuple(TAGGERS.values())
+    if not (isinstance(model, Pipeline) and len(model.steps) == 2
+            and isinstance(model[0], SequenceVectorizer)
+            and isinstance(model[-1], tagger_classes)):
+        raise CommandError(f"{not_a_model}: its model is a {type(model).__name__}, not a "
+                           "SequenceVectorizer + sklstruct tagger pipeline")
+    if isinstance(n_columns, bool) or not isinstance(n_columns, int) or n_columns < 1:
+        raise CommandError(f"{not_a_model}: n_columns={n_columns!r} is not a positive int")
+    try:
+        check_is_fitted(model[0], "templates_")
+        check_is_fitted(model[-1])
+    except NotFittedError:
+        raise CommandError(f"model {path!r} is not fitted") from None
+    return saved
+
+
+def _read_for_model(path, saved, encoding):
+    """Tokens of a file, and its gold labels when it has one more column than training."""
+    X, _ = _read(path, "input", target_column=None, encoding=encoding)
+    n_file, n_model = len(X[0][0]), saved["n_columns"]
+    if n_file == n_model:
+        return X, None
+    if n_file == n_model + 1:
+        return [[tok[:-1] for tok in s] for s in X], [[tok[-1] for tok in s] for s in X]
+    raise CommandError(f"{path!r} has {n_file} columns; the model expects {n_model} "
+                       f"(tokens only) or {n_model + 1} (tokens and gold labels)")
+
+
+# -- commands ------------------------------------------------------------------------------
+
+
+def cmd_demo(args):
+    """Train on the embedded generated corpus and print F1 and timings, beside a
+    unigram tagger (a linear classifier of each token's word and POS tag)."""
+    perceptron = TAGGERS["perceptron"]
+    taggers = [perceptron(k=k, max_iter=args.max_iter, random_state=args.random_state,
+                          verbose=args.verbose) for k in args.k]
+    for tagger in taggers:
+        _check_params(make_pipeline(feature_set("chunking"), tagger))
+    X, y = make_chunking_corpus(args.n_sentences, random_state=args.random_state)
+    n_train = int(0.8 * len(X))
+    X_train, y_train, X_test, y_test = X[:n_train], y[:n_train], X[n_train:], y[n_train:]
+    if not X_train or not X_test:
+        raise CommandError(f"--n-sentences {args.n_sentences} is too few to split into "
+                           "training and test sentences", USAGE_ERROR)
+    n_tokens = sum(len(s) for s in X_test)
+    print(f"sklstruct {__version__} demo: generated chunking corpus, "
+          f"{n_train} training and {len(X_test)} test sentences ({n_tokens} test tokens)")
+    rows = []
+    for k, tagger in zip(args.k, taggers):
+        features = feature_set("chunking")
+        tic = time.perf_counter()
+        Xf = features.fit_transform(X_train)
+        tagger.fit(Xf, y_train)
+        fit_seconds = time.perf_counter() - tic
+        Xt = features.transform(X_test)
+        tic = time.perf_counter()
+        y_pred = tagger.predict(Xt)
+        predict_seconds = time.perf_counter() - tic
+        report = chunk_report(y_test, y_pred)
+        rows.append((f"perceptron k={k}", report, fit_seconds, predict_seconds))
+    # a unigram tagger: each token classified on its own word and POS tag
+    features = SequenceVectorizer(["bias", "word", "pos"])
+    Xf = features.fit_transform(X_train)
+    tic = time.perf_counter()
+    flat = Perceptron(max_iter=args.max_iter, random_state=args.random_state, tol=None)
+    flat.fit(sp.vstack(list(Xf)), np.concatenate(y_train))
+    fit_seconds = time.perf_counter() - tic
+    Xt = sp.vstack(list(features.transform(X_test)))
+    tic = time.perf_counter()
+    y_flat = flat.predict(Xt)
+    predict_seconds = time.perf_counter() - tic
+    y_flat = np.split(y_flat, np.cumsum([len(s) for s in X_test])[:-1])
+    baseline = ("unigram perceptron", chunk_report(y_test, y_flat), fit_seconds,
+                predict_seconds)
+    print(f"\n{'model':<28}{'F1':>8}{'prec':>8}{'recall':>8}{'acc':>8}{'fit s':>9}"
+          f"{'tokens/s':>12}")
+    for name, r, fit_s, pred_s in [baseline] + rows:
+        print(f"{name:<28}{100 * r.f1:8.2f}{100 * r.precision:8.2f}"
+              f"{100 * r.recall:8.2f}{100 * r.accuracy:8.2f}{fit_s:9.2f}"
+              f"{n_tokens / max(pred_s, 1e-9):12.0f}")
+    print("\nconlleval report of the last model:")
+    print(format_conlleval(rows[-1][1]), end="")
+    return 0
+
+
+def _make_features(args):
+    if args.templates:
+        templates = [t.strip() for t in args.templates.split(",") if t.strip()]
+        if not templates:
+            raise CommandError("--templates lists no template", USAGE_ERROR)
+        return SequenceVectorizer(templates, window=args.window, min_freq=args.min_freq)
+    return feature_set(args.features, window=args.window, min_freq=args.min_freq)
+
+
+def cmd_train(args):
+    """Read a CoNLL file, fit a named estimator and save the model."""
+    estimator = TAGGERS[args.estimator]()
+    try:
+        estimator.set_params(**_parse_params(args.param))
+        if args.verbose:
+            estimator.set_params(verbose=args.verbose)
+    except ValueError as exc:
+        raise CommandError(exc, USAGE_ERROR) from None
+    model = make_pipeline(_make_features(args), estimator)
+    _check_params(model)
+    _check_readable(args.train, "training file")
+    if _same_file(args.train, args.model):
+        raise CommandError(f"the model path {args.model!r} is the training file; the model "
+                           "would overwrite it", USAGE_ERROR)
+    _check_writable(args.model, "model")
+    X, y = _read(args.train, "training file", target_column=args.target_column,
+                 encoding=args.encoding)
+    tic = time.perf_counter()
+    model.fit(X, y)
+    seconds = time.perf_counter() - tic
+    saved = {"model": model, "n_columns": len(X[0][0]), "sklstruct_version": __version__}
+    _write("model", args.model, lambda: joblib.dump(saved, args.model))
+    print(f"trained {args.estimator} on {len(X)} sentences ({sum(map(len, X))} tokens) "
+          f"in {seconds:.2f} s; saved to {args.model}")
+    return 0
+
+
+def cmd_tag(args):
+    """Label a CoNLL file with a saved model (gold column kept when present)."""
+    if args.output:
+        for path, what in ((args.model, "model"), (args.input, "input")):
+            if _same_file(path, args.output):
+                raise CommandError(f"the output {args.output!r} is the {what} file; it "
+                                   "would be overwritten", USAGE_ERROR)
+        _check_writable(args.output, "output")
+    saved = _load(args.model)
+    X, y_gold = _read_for_model(args.input, saved, args.encoding)
+    y_pred = saved["model"].predict(X)
+    columns = (y_gold, y_pred) if y_gold is not None else (y_pred,)
+    if args.output:
+        _write("output", args.output, lambda: write_conll(args.output, X, *columns))
+    else:
+        write_conll(sys.stdout, X, *columns)
+    return 0
+
+
+def cmd_evaluate(args):
+    """conlleval report: of a saved model on a labelled file, or of the last two
+    columns (gold, predicted) of a file, as conlleval itself reads it."""
+    if args.model:
+        saved = _load(args.model, argument="--model")
+        X, y_gold = _read_for_model(args.input, saved, args.encoding)
+        if y_gold is None:
+            raise CommandError(f"{args.input!r} has no gold label column to evaluate against")
+        y_pred = saved["model"].predict(X)
+    else:
+        X, _ = _read(args.input, "input", target_column=None, encoding=args.encoding)
+        if len(X[0][0]) < 2:
+            raise CommandError(f"{args.input!r} needs at least two columns (gold, predicted)")
+        y_gold = [[tok[-2] for tok in s] for s in X]
+        y_pred = [[tok[-1] for tok in s] for s in X]
+    print(format_conlleval(chunk_report(y_gold, y_pred)), end="")
+    return 0
+
+
+# -- the parser ----------------------------------------------------------------------------
+
+
+def build_parser():
+    parser = _Parser(
+        prog=PROG,
+        description="Structured max-margin learners for sequence labeling.",
+        epilog="Exit status: 0 on success, 2 for usage errors (bad options or parameter "
+               "values), 1 for runtime errors (unreadable, malformed or unwritable files, "
+               "a file that is not a model, data that cannot be learned from).")
+    parser.add_argument("--version", action="version", version=f"sklstruct {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    demo = sub.add_parser("demo", help="train on the embedded generated corpus; print F1 and "
+                          "timings")
+    demo.add_argument("--n-sentences", type=_int_at_least(2), default=3000)
+    demo.add_argument("--k", type=_int_at_least(1), nargs="+", default=[1, 5],
+                      help="k values to compare")
+    demo.add_argument("--max-iter", type=_int_at_least(1), default=10)
+    demo.add_argument("--random-state", type=_int_at_least(0), default=0)
+    demo.add_argument("--verbose", type=_int_at_least(0), default=0)
+    demo.set_defaults(func=cmd_demo)
+
+    def io_options(p):
+        p.add_argument("--encoding", default="utf-8", type=_encoding,
+                       help="file encoding (older corpora: latin-1)")
+
+    train = sub.add_parser("train", help="fit an estimator on a CoNLL file and save it")
+    train.add_argument("train", help="CoNLL column file, labels in the last column")
+    train.add_argument("--model", "-m", required=True,
+                       help="where to save the model (checked to be writable before training)")
+    train.add_argument("--estimator", "-e", choices=sorted(TAGGERS), default="perceptron")
+    train.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
+                       help="estimator parameter, e.g. -p k=5 -p max_iter=20 (repeatable)")
+    train.add_argument("--features", choices=["chunking", "S1", "S2", "S3"], default="chunking",
+                       help="feature preset (chunking needs a POS column)")
+    train.add_argument("--templates",
+                       help="comma-separated feature templates (overrides --features)")
+    train.add_argument("--window", type=_int_at_least(0), default=1,
+                       help="window for --templates and S3")
+    train.add_argument("--min-freq", type=_int_at_least(1), default=1)
+    train.add_argument("--target-column", type=int, default=-1)
+    train.add_argument("--verbose", "-v", type=_int_at_least(0), default=0)
+    io_options(train)
+    train.set_defaults(func=cmd_train)
+
+    tag = sub.add_parser(
+        "tag", help="label a CoNLL file with a saved model",
+        description="Label a CoNLL file with a model saved by 'sklstruct train'. Warning: a "
+                    "model file is a joblib/pickle file, and loading it executes code stored "
+                    "in it; load only model files you trust.")
+    tag.add_argument("model", help="model saved by 'sklstruct train' (loading it executes "
+                     "code: use only trusted files)")
+    tag.add_argument("input", help="CoNLL file to label (with or without a gold column)")
+    tag.add_argument("--output", "-o", help="output file (default: standard output)")
+    io_options(tag)
+    tag.set_defaults(func=cmd_tag)
+
+    evaluate = sub.add_parser(
+        "evaluate", help="print the conlleval report",
+        description="Print the conlleval report. With --model, loading the model executes "
+                    "code stored in it (joblib/pickle): use only trusted files.")
+    evaluate.add_argument("input", help="labelled CoNLL file; without --model its last two "
+                          "columns are gold and predicted labels")
+    evaluate.add_argument("--model", "-m", help="tag the file with this saved model first "
+                          "(a trusted file)")
+    io_options(evaluate)
+    evaluate.set_defaults(func=cmd_evaluate)
+    return parser
+
+
+def main(argv=None):
+    """Run the command line; returns 0, or raises SystemExit(1 or 2) after
+    printing a one-line error on standard error."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CommandError as exc:
+        _fail(exc, exc.status)
+    except BrokenPipeError:
+        # the reader of standard output went away (e.g. '| head'): stop quietly
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        raise SystemExit(RUNTIME_ERROR) from None
+    except OSError as exc:
+        where = f"{exc.filename!r}: " if exc.filename else ""
+        _fail(f"{where}{exc.strerror or exc}", RUNTIME_ERROR)
+    except (ValueError, TypeError, NotFittedError, MemoryError) as exc:
+        _fail(exc if str(exc) else type(exc).__name__, RUNTIME_ERROR)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except Exception as exc:  # noqa: BLE001 -- one line, whatever went wrong
+        _fail(f"unexpected {type(exc).__name__}: {exc} (please report this)", RUNTIME_ERROR)
