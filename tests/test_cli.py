@@ -145,7 +145,7 @@ def test_runtime_errors_exit_1(files, model, capsys):
         (["tag", str(model), test, "-o", str(files / "no" / "such" / "dir.txt")],
          "cannot write output"),
         (["evaluate", str(model)], "input '.*' looks like a saved model"),
-        (["evaluate", str(latin)], "Cannot decode .* --encoding"),
+        (["evaluate", str(latin)], "[Cc]annot decode .* --encoding"),
         (["evaluate", str(one_column)], "needs at least two columns"),
         (["evaluate", test, "--model", train], "is not a model.*--model the right argument"),
         (["evaluate", str(files / "raw.txt"), "--model", str(model)],
