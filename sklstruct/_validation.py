@@ -7,6 +7,7 @@ scikit-learn's own input checks raise.  Checks run before any state is touched a
 compiled code sees the data, so a kernel with bounds checks off can never read
 out of bounds.
 """
+import reprlib
 from numbers import Integral, Real
 
 import numpy as np
@@ -25,10 +26,14 @@ MAX_ABS_FEATURE = 1e100
 MAX_C = 1e100
 
 
-def describe(value, limit=60):
-    """A short repr for messages."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+_repr = reprlib.Repr()
+_repr.maxstring = _repr.maxother = 80
+_repr.maxlist = _repr.maxtuple = _repr.maxdict = _repr.maxset = 8
+
+
+def describe(value):
+    """A short repr for messages (cut before it is built: a huge input stays cheap)."""
+    return _repr.repr(value)
 
 
 # -- lists of sentences -------------------------------------------------------------------

@@ -88,7 +88,6 @@ affix lengths to 10**6, and the templates to 10000 instances of 100000
 atoms in all after window expansion.
 """
 import re
-import reprlib
 from collections.abc import Iterable, Mapping, Set
 from itertools import groupby, repeat
 from numbers import Integral
@@ -99,6 +98,9 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.feature_extraction import FeatureHasher
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
+
+from ._validation import describe
+from .chain import StackedSentences
 
 __all__ = ["BOS", "EOS", "SequenceVectorizer", "feature_set"]
 
@@ -170,10 +172,6 @@ _ATOM_RE = re.compile(
 _COL_RE = re.compile(r"col([0-9]+)")
 _AFFIX_RE = re.compile(r"(prefix|suffix)([0-9]+)")
 
-_short = reprlib.Repr()
-_short.maxstring = _short.maxother = 80
-_short.maxlist = _short.maxtuple = _short.maxdict = _short.maxset = 8
-_short = _short.repr
 """repr() cut to a readable length, for error messages."""
 
 
@@ -184,7 +182,7 @@ def _bounded_int(text, limit, what, template):
     digits = text.lstrip("+-").lstrip("0") or "0"
     if len(digits) > len(str(limit)) or int(digits) > limit:
         raise ValueError(
-            f"Malformed template {_short(template)}: {what} {_short(text)} is too "
+            f"Malformed template {describe(template)}: {what} {describe(text)} is too "
             f"large; at most {limit}."
         )
     return -int(digits) if text.startswith("-") else int(digits)
@@ -214,7 +212,7 @@ def _parse_atom(text, template):
     m = _ATOM_RE.fullmatch(text)
     if m is None:
         raise ValueError(
-            f"Malformed template {_short(template)}: cannot parse {_short(text)}; "
+            f"Malformed template {describe(template)}: cannot parse {describe(text)}; "
             "expected NAME, NAME(COLUMN), NAME[OFFSET] or NAME(COLUMN)[OFFSET]."
         )
     name, src, off = m.group("name", "src", "off")
@@ -225,13 +223,13 @@ def _parse_atom(text, template):
         column = _parse_column(src, template)
         if column is None:
             raise ValueError(
-                f"Malformed template {_short(template)}: {_short(src)} is not a column; "
+                f"Malformed template {describe(template)}: {describe(src)} is not a column; "
                 "expected word, pos, colN or col:KEY."
             )
     if name == "bias":
         if src is not None or explicit:
             raise ValueError(
-                f"Malformed template {_short(template)}: 'bias' takes no column and "
+                f"Malformed template {describe(template)}: 'bias' takes no column and "
                 "no offset."
             )
         return ("bias", None, None, 0, False)
@@ -239,7 +237,7 @@ def _parse_atom(text, template):
     if column_name is not None:
         if src is not None:
             raise ValueError(
-                f"Malformed template {_short(template)}: column atom {_short(name)} takes no "
+                f"Malformed template {describe(template)}: column atom {describe(name)} takes no "
                 "column argument."
             )
         return ("column", None, column_name, offset, explicit)
@@ -252,11 +250,11 @@ def _parse_atom(text, template):
         n = _bounded_int(m.group(2), _MAX_NUMBER, f"{m.group(1)} length", template)
         if n < 1:
             raise ValueError(
-                f"Malformed template {_short(template)}: {_short(name)} needs a length N >= 1."
+                f"Malformed template {describe(template)}: {describe(name)} needs a length N >= 1."
             )
         return ("derived", (m.group(1), n), column, offset, explicit)
     raise ValueError(
-        f"Malformed template {_short(template)}: unknown template name {_short(name)} "
+        f"Malformed template {describe(template)}: unknown template name {describe(name)} "
         "(other dict keys are read with col:KEY)."
     )
 
@@ -294,17 +292,17 @@ def _parse_templates(templates, window):
     for i, template in enumerate(templates):
         if not isinstance(template, str):
             raise ValueError(
-                f"Template at position {i} must be a string, got {_short(template)}."
+                f"Template at position {i} must be a string, got {describe(template)}."
             )
         parts = [p.strip() for p in template.split("|", _MAX_ATOMS)]
         if len(parts) > _MAX_ATOMS:
             raise ValueError(
-                f"Malformed template {_short(template)}: more than {_MAX_ATOMS} atoms."
+                f"Malformed template {describe(template)}: more than {_MAX_ATOMS} atoms."
             )
         atoms = [_parse_atom(p, template) for p in parts]
         if any(a[0] == "bias" for a in atoms) and len(atoms) > 1:
             raise ValueError(
-                f"Malformed template {_short(template)}: 'bias' cannot be part of a "
+                f"Malformed template {describe(template)}: 'bias' cannot be part of a "
                 "conjunction."
             )
         if atoms[0][0] == "bias" or any(a[4] for a in atoms):
@@ -472,12 +470,12 @@ class _Corpus:
                 value = get(token)
             except (KeyError, IndexError, TypeError):
                 raise ValueError(
-                    f"{self._where(i)}: no column {column!r} in {_short(token)}"
+                    f"{self._where(i)}: no column {column!r} in {describe(token)}"
                 ) from None
             if not isinstance(value, str):
                 raise TypeError(
                     f"{self._where(i)}: the value of column {column!r} must be "
-                    f"a string; got {_short(value)} ({type(value).__name__})"
+                    f"a string; got {describe(value)} ({type(value).__name__})"
                 )
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -693,8 +691,9 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        Xt : list of scipy.sparse.csr_matrix
-            One ``(n_tokens, n_features_out_)`` float64 matrix per sentence.
+        Xt : StackedSentences
+            One ``(n_tokens, n_features_out_)`` float64 CSR matrix per sentence,
+            held as one stacked matrix (see :meth:`transform`).
         """
         corpus = _Corpus(X)
         columns = self._fit(corpus)
@@ -782,17 +781,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
             shape=(corpus.n_tokens, n_out),
         )
         matrix.sum_duplicates()  # hash collisions
-        # Split by rows; building each matrix from slices of the arrays is
-        # much faster than slicing the big matrix.
-        data, indices, indptr = matrix.data, matrix.indices, matrix.indptr
-        starts = corpus.starts.tolist()
-        offsets = indptr[starts].tolist()
-        return [
-            sp.csr_matrix(
-                (data[p:q], indices[p:q], indptr[a : b + 1] - p), shape=(b - a, n_out)
-            )
-            for a, b, p, q in zip(starts[:-1], starts[1:], offsets[:-1], offsets[1:])
-        ]
+        # one stacked matrix: the taggers read it as it is (no cut and re-stack)
+        return StackedSentences._trusted(matrix, corpus.starts.astype(np.int64))
 
     def transform(self, X):
         """Compute the feature matrix of each sentence.
@@ -804,9 +794,11 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        Xt : list of scipy.sparse.csr_matrix
-            One ``(n_tokens, n_features_out_)`` float64 matrix per sentence;
-            features not in the vocabulary are ignored.
+        Xt : StackedSentences
+            A list of ``(n_tokens, n_features_out_)`` float64 CSR matrices, one
+            per sentence, held as one stacked matrix (see
+            :class:`sklstruct.chain.StackedSentences`); features not in the
+            vocabulary are ignored.
         """
         check_is_fitted(self, "templates_")
         corpus = _Corpus(X)

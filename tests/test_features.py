@@ -1,5 +1,6 @@
 """Tests for sklstruct.features."""
 import pickle
+from collections.abc import Sequence
 import random
 
 import numpy as np
@@ -141,7 +142,7 @@ def test_transform_values_shapes_and_names():
     X = [SENT, SENT[:2]]
     vec = SequenceVectorizer(["bias", "word", "pos[-1]|pos"])
     Xt = vec.fit_transform(X)
-    assert isinstance(Xt, list) and len(Xt) == 2
+    assert isinstance(Xt, Sequence) and len(Xt) == 2   # a StackedSentences
     assert [m.shape for m in Xt] == [(4, vec.n_features_out_), (2, vec.n_features_out_)]
     assert all(sp.issparse(m) and m.format == "csr" and m.dtype == np.float64
                for m in Xt)
