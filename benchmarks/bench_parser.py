@@ -1,4 +1,4 @@
-"""F1MaxMarginParser with the four losses of Table 1 of paper 002 beside a
+"""F1MaxMarginParser with the four losses of Table 1 of Bauer et al. 2017 beside a
 maximum-likelihood PCFG on the same binarized grammar.
 
 Data: the Penn Treebank sample (``$SKLSTRUCT_DATA/treebank/combined``),
@@ -159,7 +159,7 @@ def main():
     data = load(args.data, 20)
     n_train = min(args.n_train, len(data["train"]))
     lines = [
-        "# F1MaxMarginParser (paper 002, Table 1) on the Penn Treebank sample",
+        "# F1MaxMarginParser (Bauer et al. 2017, Table 1) on the Penn Treebank sample",
         "",
         f"Sentences of <= 20 tokens; train = files wsj_0001-0159 ({len(data['train'])} "
         f"sentences, of which the first {n_train} are used), test = files wsj_0180-0199 "

@@ -25,8 +25,14 @@ objective never increases; the decrease of each step,
 Columns of ``G`` are asked for through a callback, so a caller may compute
 them lazily (the dual learners build a column only for the sequences a step
 touches) or hand over a dense matrix (:c:func:`dense_column`).
+
+:func:`block_smo` solves the n-slack working-set dual of the parser (one
+inequality ``sum <= cap`` per example, :class:`sklstruct.qp.WorkingSetQP`) by
+running :c:func:`simplex_smo` on one example's block at a time.
 """
 import numpy as np
+
+from libc.stdlib cimport free, malloc
 
 
 cdef Py_ssize_t simplex_smo(SimplexQP* qp, double tol, double kappa, bint support_only,
@@ -123,3 +129,161 @@ def solve_simplex_qp(G, ell, alpha, double tol=1e-10, double kappa=0.0,
     with nogil:
         steps = simplex_smo(&qp, tol, kappa, support_only, max_steps, &gain)
     return alpha, grad, steps, gain
+
+
+# -- many simplices: the n-slack working-set dual -------------------------------------
+
+cdef double block_gap(const double* alpha, const double* grad, const long long* idx,
+                      Py_ssize_t nb, double slack) noexcept nogil:
+    """The maximum violation ``g_down - g_up`` of (*) on one block plus its
+    slack variable (gradient 0), with ``g = -grad`` (as simplex_smo picks its
+    pair with kappa = 0)."""
+    cdef Py_ssize_t t
+    cdef double up = 0.0, down, g
+    cdef bint any_down = slack > 0.0
+    down = 0.0
+    for t in range(nb):
+        g = -grad[idx[t]]
+        if g < up:
+            up = g
+        if alpha[idx[t]] > 0.0 and (not any_down or g > down):
+            down = g
+            any_down = True
+    return down - up if any_down else 0.0
+
+
+cdef int block_sweeps(const double* K, const double* b, double* alpha, double* grad,
+                      Py_ssize_t m, const long long* ptr, const long long* idx,
+                      Py_ssize_t n_blocks, Py_ssize_t max_nb, double cap, double tol,
+                      int max_sweeps, double* worst_out) noexcept nogil:
+    """The loop of :func:`block_smo` (inputs validated).  Returns the number of
+    sweeps, or -1 when out of memory."""
+    cdef Py_ssize_t w = max_nb + 1, e, t, u, nb, r, c
+    cdef double* G = <double*>malloc(w * w * sizeof(double))
+    cdef double* a = <double*>malloc(w * sizeof(double))
+    cdef double* g = <double*>malloc(w * sizeof(double))
+    cdef const long long* bi
+    cdef const double* row
+    cdef double worst = 0.0, viol, slack, eps = 1e-12 * cap, d, acc, gain
+    cdef int sweep = 0
+    cdef DenseGram dense
+    cdef SimplexQP qp
+    if G == NULL or a == NULL or g == NULL:
+        free(G)
+        free(a)
+        free(g)
+        return -1
+    dense.G = G
+    qp.alpha = a
+    qp.grad = g
+    qp.column = dense_column
+    qp.ctx = &dense
+    for sweep in range(1, max_sweeps + 1):
+        worst = 0.0
+        for e in range(n_blocks):
+            bi = idx + ptr[e]
+            nb = ptr[e + 1] - ptr[e]
+            slack = cap
+            for t in range(nb):
+                slack -= alpha[bi[t]]
+            if slack <= eps:
+                slack = 0.0
+            viol = block_gap(alpha, grad, bi, nb, slack)
+            if viol > worst:
+                worst = viol
+            if viol <= tol:
+                continue
+            # variable 0: the slack (zero row and column, gradient 0); 1..nb: the block
+            dense.m = nb + 1
+            qp.m = nb + 1
+            for u in range(nb + 1):
+                G[u] = 0.0
+                G[u * (nb + 1)] = 0.0
+            for t in range(nb):
+                row = K + bi[t] * m
+                for u in range(nb):
+                    G[(t + 1) * (nb + 1) + u + 1] = row[bi[u]]
+                a[t + 1] = alpha[bi[t]]
+                g[t + 1] = -grad[bi[t]]
+            a[0] = slack
+            g[0] = 0.0
+            gain = 0.0
+            simplex_smo(&qp, tol, 0.0, False, 2 * nb + 5, &gain)
+            # the block's move, to every constraint's gradient: grad -= K[:, block] d
+            for t in range(nb):
+                d = a[t + 1] - alpha[bi[t]]
+                if d != 0.0:
+                    alpha[bi[t]] = a[t + 1]
+                    row = K + bi[t] * m
+                    for r in range(m):
+                        grad[r] -= d * row[r]
+        if worst <= tol:
+            break
+        # refresh the gradient against rounding drift
+        for r in range(m):
+            acc = b[r]
+            row = K + r * m
+            for c in range(m):
+                acc -= row[c] * alpha[c]
+            grad[r] = acc
+    free(G)
+    free(a)
+    free(g)
+    worst_out[0] = worst
+    return sweep
+
+
+def block_smo(double[:, ::1] K, double[::1] b, double[::1] alpha, double[::1] grad,
+              long long[::1] block_ptr, long long[::1] block_idx, double cap, double tol,
+              int max_sweeps):
+    """Solve the working-set dual of the n-slack structural SVM in place::
+
+        max_{alpha >= 0} b . alpha - 1/2 alpha' K alpha
+        s.t. sum_{k in block e} alpha_k <= cap   for every block (example) e,
+
+    keeping ``grad = b - K alpha`` up to date (``K`` symmetric PSD, ``alpha``
+    feasible).  A block with its slack variable ``cap - sum_e alpha`` (a zero
+    row and column of G, gradient 0) is a problem (*) with ``G`` the block's
+    submatrix of ``K`` and ``ell = b - K[block, others] alpha_others``; each
+    sweep runs :c:func:`simplex_smo` (at most ``2 nb + 5`` steps) on every block
+    whose violation exceeds ``tol`` and passes the block's move to the other
+    gradients.  Every step minimises exactly along its direction, so the dual
+    never decreases.  Sweeps stop when no block's violation exceeds ``tol``;
+    between sweeps the gradient is recomputed exactly (rounding drift).
+
+    ``block_idx[block_ptr[e]:block_ptr[e + 1]]`` are the constraints of block
+    ``e``; every constraint must be in exactly one block.
+
+    Returns (sweeps, the worst block violation of the last sweep).
+    """
+    cdef Py_ssize_t m = b.shape[0]
+    cdef Py_ssize_t n_blocks = block_ptr.shape[0] - 1
+    cdef Py_ssize_t max_nb
+    cdef double worst = 0.0
+    cdef int sweeps
+    if K.shape[0] != m or K.shape[1] != m or alpha.shape[0] != m or grad.shape[0] != m:
+        raise ValueError("K, b, alpha and grad have inconsistent shapes")
+    if block_ptr.shape[0] < 1 or block_ptr[0] != 0 or block_ptr[n_blocks] != block_idx.shape[0]:
+        raise ValueError("block_ptr is not a valid offset array")
+    seen = np.zeros(m, dtype=np.int64)
+    ai = np.asarray(block_idx)
+    if ai.size and (ai.min() < 0 or ai.max() >= m):
+        raise ValueError("block index out of range")
+    np.add.at(seen, ai, 1)
+    sizes = np.diff(np.asarray(block_ptr))
+    if np.any(seen != 1) or np.any(sizes < 0):
+        raise ValueError("every constraint must belong to exactly one block")
+    if not cap > 0:
+        raise ValueError("cap must be > 0")
+    if max_sweeps < 1:
+        raise ValueError("max_sweeps must be >= 1")
+    if m == 0:
+        return 0, 0.0
+    max_nb = int(sizes.max())
+    with nogil:
+        sweeps = block_sweeps(&K[0, 0], &b[0], &alpha[0], &grad[0], m, &block_ptr[0],
+                              &block_idx[0], n_blocks, max_nb, cap, tol,
+                              max_sweeps, &worst)
+    if sweeps < 0:
+        raise MemoryError("block_smo: no memory for a block's Gram matrix")
+    return sweeps, worst

@@ -155,7 +155,7 @@ random_trees = st.recursive(
 
 def _real_constituents(btree):
     """Constituents of a binarized tree with artificial nodes ignored and the
-    annotation stripped: the counting rule of paper 002, eqs. 8-9."""
+    annotation stripped: the counting rule of Bauer et al. 2017, eqs. 8-9."""
     return Counter(
         (base_label(label), i, j) for label, i, j in btree.constituents()
         if not is_artificial(label)

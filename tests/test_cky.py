@@ -1,4 +1,4 @@
-"""CKY and loss-augmented CKY (paper 002, eqs. 1, 3, 5-9) against brute-force
+"""CKY and loss-augmented CKY (Bauer et al. 2017, eqs. 1, 3, 5-9) against brute-force
 enumeration of every tree of tiny random grammars."""
 import itertools
 from collections import Counter
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sklstruct.parsing._cky import LOSS_NONE, cky
-from sklstruct.parsing.features import LOSSES, CompiledGrammar, tree_loss
+from sklstruct._cky import LOSS_NONE, cky
+from sklstruct.parsing.model import LOSSES, CompiledGrammar, tree_loss
 
 
 # -- random tiny grammars ------------------------------------------------------

@@ -13,8 +13,8 @@ from sklearn.model_selection import GridSearchCV
 
 from sklstruct import F1MaxMarginParser, PCFGParser
 from sklstruct.parsing import Tree, binarize, parseval, unbinarize
-from sklstruct.parsing._qp import WorkingSetQP
-from sklstruct.parsing._smo import smo
+from sklstruct.qp import WorkingSetQP
+from sklstruct._qp import block_smo as smo
 from sklstruct.parsing.parser import _labelled_tree
 
 from conftest import require_data

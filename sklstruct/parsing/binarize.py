@@ -3,13 +3,13 @@ Markovization) and its exact inverse.
 
 CKY parsing runs in time cubic in the sentence length only for a grammar whose
 rules have at most two children, so trees are binarized before a grammar is
-read off them (Bauer et al., paper 002, section 2.2 and Figure 1; Klein and
+read off them (Bauer et al. 2017, section 2.2 and Figure 1; Klein and
 Manning 2003 for the Markovization terminology):
 
 * **factorization**: a node ``A -> B1 ... Bn`` with ``n > 2`` children is
   replaced by a chain of *artificial* nodes, to the right
   (``A -> B1 @A|<B2-...-Bn>``, ``@A|<B2-...-Bn> -> B2 @A|<B3-...-Bn>``, ...)
-  or to the left (``A -> @A|<B1-...-Bn-1> Bn``, ...).  Following paper 002
+  or to the left (``A -> @A|<B1-...-Bn-1> Bn``, ...).  Following Bauer et al. 2017
   (Figure 1: "A|C-D, A before | denotes the parent in the original tree and
   C-D the children nodes of A which are spanned by the current artificial
   constituent"), an artificial label names the original parent and the
@@ -34,7 +34,7 @@ escaped, so that different contexts never share a label.  No Penn Treebank
 label needs escaping outside artificial labels; inside them only those with
 ``-`` or ``|`` show escapes (``-LRB-`` appears as ``\\-LRB\\-``).
 
-The loss-augmented inference of paper 002 (eqs. 8-9) counts true and false
+The loss-augmented inference of Bauer et al. 2017 (eqs. 8-9) counts true and false
 positives on the unbinarized tree by ignoring artificial nodes and comparing
 :func:`base_label` of the others, exactly what :func:`unbinarize` does to a
 binarized tree.

@@ -4,7 +4,7 @@ A binarized tree (:func:`~sklstruct.parsing.binarize`) uses three kinds of
 productions: binary ``A -> B C`` and unary ``A -> B`` between symbols, and
 lexical ``T -> word`` at the preterminals.  :class:`Grammar` indexes the
 symbols and the binary and unary rules seen in training trees so that the
-parser's dynamic programs (paper 002, eq. 6, the maximization over
+parser's dynamic programs (Bauer et al. 2017, eq. 6, the maximization over
 "all possible grammar productions A -> B C with fixed A") run over plain
 ``int32`` arrays; lexical rules are left to the parser's features.
 """
@@ -41,13 +41,13 @@ class Grammar:
         Ids of the symbols seen at the root of a training tree, sorted.
     artificial : ndarray of bool, shape (n_symbols,)
         Whether a symbol was introduced by binarization (``"@..."``); such
-        nodes do not count as constituents (paper 002, eqs. 8-9).
+        nodes do not count as constituents (Bauer et al. 2017, eqs. 8-9).
     base : ndarray of int32, shape (n_symbols,)
         For a phrasal, non-artificial symbol the id into :attr:`base_labels`
         of its label without annotation (``NP^S`` -> ``NP``); ``-1`` for
         artificial symbols and part-of-speech tags.  Two symbols with the
         same base id denote the same constituent label of the unbinarized
-        tree, which is what the F1 loss of paper 002 (eqs. 8-9) compares.
+        tree, which is what the F1 loss of Bauer et al. 2017 (eqs. 8-9) compares.
     base_labels : list of str
         The distinct base labels, sorted.
     max_unary_chain : int

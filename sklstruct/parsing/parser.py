@@ -21,10 +21,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..features import SequenceVectorizer
-from ._qp import WorkingSetQP
+from ..qp import WorkingSetQP
 from .binarize import binarize, unbinarize
 from .evalb import parseval_f1
-from .features import LOSSES, CompiledGrammar
+from .model import LOSSES, CompiledGrammar
 from .grammar import Grammar
 from .tree import Tree, preprocess
 
@@ -259,7 +259,7 @@ class F1MaxMarginParser(BaseParser):
     with ``(word, tag)`` input; unknown words are scored through their
     spelling, so every tag is possible at every position).  Unary chains of
     at most ``max_unary_chain`` rules sit above each span (see
-    :mod:`sklstruct.parsing.features` for the exact hypothesis space).
+    :mod:`sklstruct.parsing.model` for the exact hypothesis space).
 
     Learning (eq. 2, slack rescaling)::
 
@@ -270,7 +270,7 @@ class F1MaxMarginParser(BaseParser):
     sentence the most violating tree ``argmax_y Delta(y*, y)(1 - w.dPsi)``
     (eq. 3) with exact loss-augmented CKY over (tp, fp) tables (eqs. 5-7),
     adds it to the working set if it violates by more than ``tol``, and
-    re-solves the dual QP of the working set (:mod:`._qp`).
+    re-solves the dual QP of the working set (:mod:`sklstruct.qp`).
 
     Parameters
     ----------
@@ -344,7 +344,7 @@ class F1MaxMarginParser(BaseParser):
     Notes
     -----
     Loss-augmented inference keeps, per span and symbol, every (tp, fp, score)
-    entry not dominated by another (see :mod:`sklstruct.parsing._cky`), so its
+    entry not dominated by another (see :mod:`sklstruct._cky`), so its
     cost grows with how many count combinations compete: on the Penn Treebank
     sample (200 training sentences with gold tags, h=1, v=1, trained to
     convergence) one inference with ``loss="f1"`` took about 0.006 / 0.04 /

@@ -20,10 +20,10 @@ A tree over ``n`` tokens is built from
 * the root symbol ``rho`` (the top of the chain over ``[0, n)``), one of
   ``roots``, scored ``w_root[k]`` for ``rho = roots[k]``.
 
-The score of a tree is the sum of its parts: ``w . Psi(x, y)`` of paper 002,
+The score of a tree is the sum of its parts: ``w . Psi(x, y)`` of Bauer et al. 2017,
 section 2.1 (grammar-rule counts plus lexical features).
 
-Loss augmentation (paper 002, eqs. 3, 5-7)
+Loss augmentation (Bauer et al. 2017, eqs. 3, 5-7)
 ------------------------------------------
 Every decision adds integer counts ``(tp, fp)``:
 

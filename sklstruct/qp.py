@@ -1,7 +1,13 @@
-"""The quadratic program of the n-slack structural SVM over a working set of
-constraints (paper 002, eq. 2; Tsochantaridis et al. 2005, slack rescaling).
+"""The quadratic programs of sklstruct's max-margin learners, their Python face
+(the solvers are in :mod:`sklstruct._qp`).
 
-With slack rescaling a constraint ``(i, y)`` of eq. 2 reads
+:func:`solve_simplex_qp` solves one example's problem
+``min_a 1/2 a'Ga - ell'a  s.t.  a >= 0, sum(a) = C`` (dense ``G``).
+
+:class:`WorkingSetQP` is the n-slack structural SVM over a working set of
+constraints (Tsochantaridis et al. 2005, slack rescaling), as the parser uses
+it (:class:`~sklstruct.parsing.F1MaxMarginParser`, Bauer et al. 2017, eq. 2).
+With slack rescaling a constraint ``(i, y)`` reads
 ``Delta * w.dPsi >= Delta - xi_i``: a margin constraint on the vector
 ``a = Delta * (Psi(x_i, y_i*) - Psi(x_i, y))`` with offset ``b = Delta``.  Over a
 working set of such constraints the primal
@@ -15,14 +21,24 @@ has the dual
     s.t.  sum_{k in i} alpha_k <= C / n   for every example i,
 
 with ``K = A A'`` and ``w = A' alpha``.  :class:`WorkingSetQP` solves it by
-SMO-style block coordinate ascent (:mod:`._smo`, one example's constraints
-at a time).  Every step maximises the dual exactly along its direction, so
-the dual never decreases.
+block coordinate ascent, one example's constraints at a time, each block by
+the shared SMO (:func:`sklstruct._qp.block_smo`).  Every step maximises the
+dual exactly along its direction, so the dual never decreases.
+
+References
+----------
+.. [1] I. Tsochantaridis, T. Joachims, T. Hofmann and Y. Altun, "Large Margin
+   Methods for Structured and Interdependent Output Variables", Journal of
+   Machine Learning Research 6, 2005.
+.. [2] A. Bauer, S. Nakajima, N. Goernitz and K.-R. Mueller, "Optimizing for
+   Measure of Performance in Max-Margin Parsing", arXiv:1709.01562, 2017.
 """
 import numpy as np
 import scipy.sparse as sp
 
-from ._smo import smo
+from ._qp import block_smo, solve_simplex_qp
+
+__all__ = ["WorkingSetQP", "solve_simplex_qp"]
 
 
 class WorkingSetQP:
@@ -112,7 +128,7 @@ class WorkingSetQP:
         return xi
 
     def solve(self, tol=1e-6, max_sweeps=1000):
-        """Block coordinate ascent (:func:`~._smo.smo`) until every example's
+        """Block coordinate ascent (:func:`~sklstruct._qp.block_smo`) until every example's
         KKT violation is at most ``tol``.  Returns the number of sweeps."""
         if not self.n_constraints:
             return 0
@@ -120,7 +136,7 @@ class WorkingSetQP:
         starts = np.flatnonzero(np.diff(self.example[order])) + 1
         ptr = np.concatenate([[0], starts, [len(order)]]).astype(np.int64)
         self.K = np.ascontiguousarray(self.K)
-        sweeps, _ = smo(self.K, self.b, self.alpha, self.grad, ptr, order, self.cap, float(tol),
+        sweeps, _ = block_smo(self.K, self.b, self.alpha, self.grad, ptr, order, self.cap, float(tol),
                         int(max_sweeps))
         self.idle = np.where(self.alpha > 0, 0, self.idle + 1)
         return sweeps

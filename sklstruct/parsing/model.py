@@ -1,5 +1,5 @@
 """The parsing model: a compiled binarized grammar, its joint feature map and
-(loss-augmented) CKY decoding (paper 002, sections 2.1 and 2.3).
+(loss-augmented) CKY decoding (Bauer et al. 2017, sections 2.1 and 2.3).
 
 This module works on integer symbols only, so that the kernels can be tested
 on hand-built grammars; :mod:`sklstruct.parsing.parser` maps labels and words
@@ -29,7 +29,7 @@ from collections import Counter
 import numpy as np
 import scipy.sparse as sp
 
-from ._cky import LOSS_F1, LOSS_FP, LOSS_NONE, LOSS_ZERO_ONE, cky
+from .._cky import LOSS_F1, LOSS_FP, LOSS_NONE, LOSS_ZERO_ONE, cky
 
 #: Loss names and the kernel's counting scheme for each of them.
 LOSSES = ("f1", "f1_binarized", "fp", "zero_one")
