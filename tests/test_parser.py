@@ -1,12 +1,14 @@
-"""F1MaxMarginParser and PCFGParser (paper 002): the QP, training on toy and
+"""F1MaxMarginParser and PCFGParser (Bauer et al. 2017): the QP, training on toy and
 real treebanks, the unbinarized F1 counting (eqs. 8-9) through the real
 binarization, bad input and the scikit-learn API."""
+import os
 import pickle
 from collections import Counter
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from joblib import parallel_config
 from scipy.optimize import minimize
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
@@ -223,6 +225,36 @@ def test_n_jobs_gives_the_same_model():
     np.testing.assert_allclose(a.coef_, b.coef_)
 
 
+def test_n_jobs_is_bounded_by_the_cpus():
+    X, trees = toy()
+    a = F1MaxMarginParser(C=10, max_iter=5).fit(X, trees)
+    b = F1MaxMarginParser(C=10, max_iter=5, n_jobs=10 ** 6).fit(X, trees)   # was a million workers
+    np.testing.assert_allclose(a.coef_, b.coef_)
+    F1MaxMarginParser(C=10, max_iter=2, n_jobs=-(10 ** 6)).fit(X, trees)
+    with pytest.raises(ValueError, match="n_jobs"):
+        F1MaxMarginParser(n_jobs=0).fit(X, trees)
+
+
+class _PidRecordingParser(F1MaxMarginParser):
+    pids = []
+
+    def _most_violated(self, i, data, feats, w_chain):
+        self.pids.append(os.getpid())
+        return super()._most_violated(i, data, feats, w_chain)
+
+
+def test_parallel_inference_uses_threads_under_a_process_backend():
+    """A user's global ``parallel_config(backend="loky")`` must not send the
+    inference to processes (pickling the model every call: 35x slower)."""
+    X, trees = toy()
+    ref = F1MaxMarginParser(C=10, max_iter=5).fit(X, trees)
+    _PidRecordingParser.pids = []
+    with parallel_config(backend="loky"):
+        est = _PidRecordingParser(C=10, max_iter=5, n_jobs=2).fit(X, trees)
+    assert set(_PidRecordingParser.pids) == {os.getpid()}
+    np.testing.assert_allclose(est.coef_, ref.coef_)
+
+
 # -- bad input ------------------------------------------------------------------------
 
 def test_bad_input():
@@ -265,6 +297,88 @@ def test_bad_input_at_score_time_and_in_trees():
     only_null = Tree.fromstring("(S (-NONE- *T*-1))")
     with pytest.raises(ValueError, match=r"y\[1\]"):
         parser.fit([X[0], ["*T*-1"]], [trees[0], only_null])
+
+
+def test_trees_with_labels_or_words_that_are_not_strings():
+    X, trees = toy()
+    bad_label = Tree("S", [Tree(5, [Tree("DT", ["the"]), Tree("NN", ["dog"])]),
+                           Tree("VP", [Tree("VBZ", ["barks"])])])
+    bad_word = Tree("S", [Tree("NP", [Tree("DT", ["the"]), Tree("NN", [b"dog"])]),
+                          Tree("VP", [Tree("VBZ", ["barks"])])])
+    none_label = Tree.fromstring(TOY[0])
+    none_label.children[1].label = None
+    parser = F1MaxMarginParser(max_iter=2)
+    with pytest.raises(ValueError, match=r"y\[1\]: tree label 5 is not a string"):
+        parser.fit(X[:2], [trees[0], bad_label])
+    with pytest.raises(ValueError, match=r"y\[0\]: word b'dog' under node 'NN' is not a string"):
+        parser.fit(X[:1], [bad_word])
+    with pytest.raises(ValueError, match=r"y\[0\]: tree label None is not a string"):
+        PCFGParser().fit(X[:1], [none_label])
+    parser.fit(X, trees)
+    with pytest.raises(ValueError, match=r"y\[0\]: tree label 5 is not a string"):
+        parser.score(X[:1], [bad_label])
+    with pytest.raises(ValueError, match=r"y\[1\]: word b'dog'"):
+        parser.score(X[:2], [trees[0], bad_word])
+    with pytest.raises(ValueError, match=r"y\[0\] must be a Tree; got int"):
+        parser.score(X[:1], [3])
+
+
+def test_tree_that_contains_itself_is_refused():
+    X, trees = toy()
+    loop = Tree.fromstring(TOY[0])
+    loop.children[0].children.append(loop)
+    with pytest.raises(ValueError, match=r"y\[0\]: the tree contains itself"):
+        F1MaxMarginParser(max_iter=2).fit(X[:1], [loop])
+
+
+@pytest.mark.parametrize("X, message", [
+    ("the dog barks", "X must be a list of token sequences; got str"),
+    (b"the dog", "X must be a list of token sequences; got bytes"),
+    ({"the": 1}, "X must be a list of token sequences; got dict"),
+    (None, "X must be a list of token sequences; got NoneType"),
+    (7, "X must be a list of token sequences; got int"),
+    ((s for s in [["a"]]), "got generator"),
+    ([], "X contains no sentences"),
+    (["the dog barks"], r"X\[0\] must be a sequence of tokens; got str"),
+    ([["a"], b"ab"], r"X\[1\] must be a sequence of tokens; got bytes"),
+    ([{"w": "a"}], r"X\[0\] must be a sequence of tokens; got dict"),
+    ([["a"], []], r"X\[1\] is an empty sentence"),
+    ([["a", ""], [3]], r"X\[1\]\[0\] must be a word"),
+])
+def test_hostile_X_gets_a_clear_error(X, message):
+    Xt, trees = toy()
+    parser = F1MaxMarginParser(max_iter=2)
+    with pytest.raises(ValueError, match=message):
+        parser.fit(X, trees[:2])
+    parser.fit(Xt, trees)
+    with pytest.raises(ValueError, match=message):
+        parser.predict(X)
+
+
+def _unary_chain_tree(depth):
+    node = Tree("NN", ["dog"])
+    for i in range(depth):
+        node = Tree(f"A{i}", [node])
+    return Tree("S", [Tree("DT", ["the"]), node])
+
+
+def test_very_deep_unary_chain_is_refused_or_bounded():
+    """A 1000-deep chain of distinct labels used to take cubic time and
+    memory (every sub-chain enumerated); now it is refused unless the chains
+    are bounded by max_unary_chain (<= 50)."""
+    X = [["the", "dog"], ["a", "cat"]]
+    y = [Tree.fromstring("(S (DT a) (NN cat))"), _unary_chain_tree(1000)]
+    y = [y[1], y[0]]
+    for est in (F1MaxMarginParser(max_iter=2), PCFGParser()):
+        with pytest.raises(ValueError, match=r"y\[0\] has a chain of 1000 unary rules.*at most 50"):
+            est.fit(X, y)
+    with pytest.raises(ValueError, match="max_unary_chain"):
+        PCFGParser(max_unary_chain=1000).fit(X, y)
+    with pytest.warns(UserWarning, match="max_unary_chain=3 is below"):
+        parser = F1MaxMarginParser(max_iter=3, max_unary_chain=3).fit(X, y)
+    assert parser.predict([["the", "dog"]])[0].leaves() == ["the", "dog"]
+    # a chain within the bound still needs no parameter
+    assert PCFGParser().fit(X, [_unary_chain_tree(40), y[1]]).max_unary_chain_ == 40
 
 
 def test_too_short_unary_chain_limit_warns():

@@ -1,5 +1,6 @@
 """Max-margin constituency parsing optimising F1 on the unbinarized trees
-(Bauer, Nakajima, Goernitz and Mueller, paper 002).
+(Bauer, Nakajima, Goernitz and Mueller 2017, "Optimizing for Measure of
+Performance in Max-Margin Parsing"; equation numbers below are theirs).
 
 :class:`F1MaxMarginParser` is a structural SVM with slack rescaling (eq. 2)
 over a binarized weighted CFG, trained by the n-slack cutting-plane method
@@ -11,11 +12,12 @@ prediction and PARSEVAL scoring.
 """
 import time
 import warnings
+from collections.abc import Mapping
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
+from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -31,6 +33,12 @@ from .tree import Tree, preprocess
 #: Labels of a root bracket that is not counted (EVALB's COLLINS.prm).
 _ROOT_LABELS = ("TOP", "ROOT", "")
 
+#: Largest ``max_unary_chain``: the unary chains of a grammar are enumerated
+#: up to this length, and their number and size grow with it (a training tree
+#: with a chain of 1000 distinct labels would take cubic time and memory).
+#: Penn Treebank trees need at most a few.
+MAX_UNARY_CHAIN = 50
+
 #: Default word features of the lexical scores (see
 #: :class:`~sklstruct.SequenceVectorizer` for the template language).
 LEXICAL_FEATURES = ("bias", "word", "lower", "suffix1", "suffix2", "suffix3", "prefix1",
@@ -41,13 +49,13 @@ def check_sentences(X, name="X"):
     """Validate parser input: a list of non-empty token sequences, tokens all
     ``str`` or all ``(word, tag)`` pairs.  Returns (list of word lists,
     list of token lists, tagged flag)."""
-    if isinstance(X, (str, Tree)) or not hasattr(X, "__len__"):
+    if isinstance(X, (str, bytes, Tree, Mapping)) or not hasattr(X, "__len__"):
         raise ValueError(f"{name} must be a list of token sequences; got {type(X).__name__}")
     if len(X) == 0:
         raise ValueError(f"{name} contains no sentences")
     words, tokens, tagged = [], [], None
     for i, sent in enumerate(X):
-        if isinstance(sent, (str, Tree)) or not hasattr(sent, "__len__"):
+        if isinstance(sent, (str, bytes, Tree, Mapping)) or not hasattr(sent, "__len__"):
             raise ValueError(f"{name}[{i}] must be a sequence of tokens; got {type(sent).__name__}")
         if len(sent) == 0:
             raise ValueError(f"{name}[{i}] is an empty sentence (0 tokens)")
@@ -65,6 +73,36 @@ def check_sentences(X, name="X"):
         tokens.append([tuple(t) if tagged else t for t in toks])
         words.append([t[0] if tagged else t for t in toks])
     return words, tokens, tagged
+
+
+def check_tree(tree, where):
+    """Raise ValueError unless ``tree`` is a ``Tree`` whose labels and words
+    are all ``str`` and that does not contain itself (iterative: any depth)."""
+    if not isinstance(tree, Tree):
+        raise ValueError(f"{where} must be a Tree; got {type(tree).__name__}")
+    path = set()          # ids of the nodes on the path from the root
+    stack = [(tree, False)]
+    while stack:
+        node, leaving = stack.pop()
+        if leaving:
+            path.discard(id(node))
+            continue
+        if id(node) in path:
+            raise ValueError(f"{where}: the tree contains itself (node {node.label!r} is "
+                             "its own descendant)")
+        if not isinstance(node.label, str):
+            raise ValueError(f"{where}: tree label {node.label!r} is not a string")
+        if not isinstance(node.children, list):
+            raise ValueError(f"{where}: the children of node {node.label!r} are a "
+                             f"{type(node.children).__name__}, not a list")
+        path.add(id(node))
+        stack.append((node, True))
+        for child in node.children:
+            if isinstance(child, Tree):
+                stack.append((child, False))
+            elif not isinstance(child, str):
+                raise ValueError(f"{where}: word {child!r} under node {node.label!r} is not "
+                                 "a string")
 
 
 def _int_tree(tree, index):
@@ -128,7 +166,7 @@ class BaseParser(BaseEstimator):
         "factor": [StrOptions({"right", "left"})],
         "horizontal": [Interval(Integral, 0, None, closed="left"), None],
         "vertical": [Interval(Integral, 1, None, closed="left")],
-        "max_unary_chain": [Interval(Integral, 0, None, closed="left"), None],
+        "max_unary_chain": [Interval(Integral, 0, MAX_UNARY_CHAIN, closed="both"), None],
         "max_length": [Interval(Integral, 1, 32000, closed="both")],
     }
 
@@ -136,8 +174,7 @@ class BaseParser(BaseEstimator):
 
     @staticmethod
     def _preprocess(tree, i, name="y", remove_self_unary=True):
-        if not isinstance(tree, Tree):
-            raise ValueError(f"{name}[{i}] must be a Tree; got {type(tree).__name__}")
+        check_tree(tree, f"{name}[{i}]")
         try:
             return preprocess(tree, strip_functions=True, remove_empty=True,
                               remove_self_unary=remove_self_unary)
@@ -154,7 +191,8 @@ class BaseParser(BaseEstimator):
         """Validate, preprocess, binarize; build the grammar.  Returns a dict
         of per-sentence data."""
         words, tokens, tagged = check_sentences(X)
-        if isinstance(y, Tree) or not hasattr(y, "__len__") or len(y) != len(words):
+        if (isinstance(y, (str, Tree, Mapping)) or not hasattr(y, "__len__")
+                or len(y) != len(words)):
             raise ValueError(f"y must be a list of {len(words)} trees, one per sentence of X")
         self._check_length(words)
         trees = [self._preprocess(t, i) for i, t in enumerate(y)]
@@ -166,7 +204,14 @@ class BaseParser(BaseEstimator):
                            vertical=self.vertical) for t in trees]
         grammar = Grammar.from_trees(btrees)
         itrees = [_int_tree(b, grammar.index) for b in btrees]
-        needed = _max_chain(itrees)
+        chains = [_max_chain([t]) for t in itrees]
+        needed = max(chains)
+        if self.max_unary_chain is None and needed > MAX_UNARY_CHAIN:
+            i = int(np.argmax(chains))
+            raise ValueError(f"y[{i}] has a chain of {needed} unary rules over one span; "
+                             f"the parser supports at most {MAX_UNARY_CHAIN} (set "
+                             f"max_unary_chain <= {MAX_UNARY_CHAIN} to train on it with "
+                             "shorter chains, or fix the tree)")
         K = needed if self.max_unary_chain is None else self.max_unary_chain
         if K < needed:
             warnings.warn(f"max_unary_chain={K} is below the longest unary chain of the "
@@ -238,7 +283,8 @@ class BaseParser(BaseEstimator):
         and empty elements removed (X-over-X unaries are kept: EVALB counts
         both brackets)."""
         words = check_sentences(X)[0]
-        if isinstance(y, Tree) or not hasattr(y, "__len__") or len(y) != len(words):
+        if (isinstance(y, (str, Tree, Mapping)) or not hasattr(y, "__len__")
+                or len(y) != len(words)):
             raise ValueError(f"y must be a list of {len(words)} trees")
         gold = [self._preprocess(t, i, remove_self_unary=False) for i, t in enumerate(y)]
         for i, (t, w) in enumerate(zip(gold, words)):
@@ -249,7 +295,8 @@ class BaseParser(BaseEstimator):
 
 
 class F1MaxMarginParser(BaseParser):
-    """Structural SVM parser trained for F1 on unbinarized trees (paper 002).
+    """Structural SVM parser trained for F1 on unbinarized trees (Bauer et al.
+    2017 [1]_; equation and section numbers are theirs).
 
     Model (section 2.1): a tree ``y`` of the binarized grammar read off the
     training trees scores ``w . Psi(x, y)``, the sum of the weights of its
@@ -266,11 +313,12 @@ class F1MaxMarginParser(BaseParser):
         min_{w, xi >= 0} 1/2 ||w||^2 + C/n sum_i xi_i
         s.t. w.(Psi(x_i, y_i*) - Psi(x_i, y)) >= 1 - xi_i / Delta(y_i*, y)
 
-    by the n-slack cutting-plane method: every iteration finds for every
+    by the n-slack cutting-plane method [2]_: every iteration finds for every
     sentence the most violating tree ``argmax_y Delta(y*, y)(1 - w.dPsi)``
     (eq. 3) with exact loss-augmented CKY over (tp, fp) tables (eqs. 5-7),
     adds it to the working set if it violates by more than ``tol``, and
-    re-solves the dual QP of the working set (:mod:`sklstruct.qp`).
+    re-solves the dual QP of the working set
+    (:class:`sklstruct.qp.WorkingSetQP`).
 
     Parameters
     ----------
@@ -318,7 +366,11 @@ class F1MaxMarginParser(BaseParser):
         Longest sentence accepted by fit and predict (ValueError beyond).
     n_jobs : int or None, default=None
         Threads for the per-sentence loss-augmented inference (the kernel
-        releases the GIL); joblib semantics.
+        releases the GIL); joblib semantics (None: 1 unless in a
+        ``joblib.parallel_config(n_jobs=...)`` context; -1: all CPUs), at
+        most the number of CPUs and of sentences.  Always threads: a
+        process-based joblib backend set by ``joblib.parallel_config`` is
+        not used (the work shares the model's memory).
     verbose : int, default=0
         Print one line per iteration: violated constraints, working-set
         size, dual objective, primal upper bound, elapsed time.
@@ -357,6 +409,15 @@ class F1MaxMarginParser(BaseParser):
     as it is; ``score`` and :func:`~sklstruct.parsing.parseval` follow EVALB's
     ``COLLINS.prm`` (punctuation left out of spans, ADVP and PRT alike), so
     the two can differ slightly on the same pair of trees.
+
+    References
+    ----------
+    .. [1] A. Bauer, S. Nakajima, N. Goernitz and K.-R. Mueller, "Optimizing
+       for Measure of Performance in Max-Margin Parsing", arXiv:1709.01562,
+       2017.
+    .. [2] I. Tsochantaridis, T. Joachims, T. Hofmann and Y. Altun, "Large
+       Margin Methods for Structured and Interdependent Output Variables",
+       Journal of Machine Learning Research 6, 1453-1484, 2005.
     """
 
     _parameter_constraints = {
@@ -368,7 +429,8 @@ class F1MaxMarginParser(BaseParser):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "qp_tol": [Interval(Real, 0, None, closed="neither")],
-        "n_jobs": [Integral, None],
+        "n_jobs": [Interval(Integral, None, -1, closed="right"),
+                   Interval(Integral, 1, None, closed="left"), None],
         "verbose": ["verbose"],
     }
 
@@ -492,7 +554,8 @@ class F1MaxMarginParser(BaseParser):
         qp = WorkingSetQP(self.n_weights_, self.C / n)
         self.history_ = []
         self.converged_ = False
-        parallel = Parallel(n_jobs=self.n_jobs, prefer="threads")
+        n_jobs = max(1, min(effective_n_jobs(self.n_jobs), cpu_count(), n))
+        parallel = Parallel(n_jobs=n_jobs, require="sharedmem")
         for it in range(1, self.max_iter + 1):
             w_chain = g.chain_weights(self.w_unary_)
             found = parallel(delayed(self._most_violated)(i, data, feats, w_chain)

@@ -1,5 +1,6 @@
 """Maximum-likelihood PCFG over the same binarized grammar: the baseline of
-the max-margin parser (Johnson 1998, cited in paper 002)."""
+the max-margin parser (a treebank grammar, Charniak 1996, with the tree
+transforms of Johnson 1998 and Klein and Manning 2003)."""
 from collections import Counter
 from numbers import Real
 
@@ -44,6 +45,24 @@ class PCFGParser(BaseParser):
     lexicon_ : dict word class -> row of ``log_emission_``
     log_emission_ : ndarray (n_classes + 1, n_tags); the last row is for
         classes never seen.
+
+    Notes
+    -----
+    A treebank grammar [1]_: rule probabilities are relative frequencies of
+    the rules in the (transformed) training trees.  Parent annotation
+    (``vertical=2``) is the transform of [2]_; horizontal and vertical
+    Markovization (:func:`~sklstruct.parsing.binarize`) follow [3]_.
+
+    References
+    ----------
+    .. [1] E. Charniak, "Tree-bank Grammars", Proceedings of the Thirteenth
+       National Conference on Artificial Intelligence (AAAI-96), 1031-1036,
+       1996.
+    .. [2] M. Johnson, "PCFG Models of Linguistic Tree Representations",
+       Computational Linguistics 24(4), 613-632, 1998.
+    .. [3] D. Klein and C. D. Manning, "Accurate Unlexicalized Parsing",
+       Proceedings of the 41st Annual Meeting of the Association for
+       Computational Linguistics (ACL), 423-430, 2003.
     """
 
     _parameter_constraints = {
