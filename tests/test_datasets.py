@@ -4,24 +4,26 @@ import io
 import os
 import re
 import string
+import sys
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_data
+from conftest import data_dir, require_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import sklstruct.datasets._loaders as loaders
 from sklstruct.datasets import (
+    get_data_home,
     load_conll2000,
     load_conll2002_esp,
+    load_treebank,
     make_chunking_corpus,
     read_conll,
     write_conll,
 )
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from sklstruct.parsing import expand_unary, preprocess
 
 
 @functools.lru_cache(maxsize=None)
@@ -185,6 +187,76 @@ def test_read_latin1(tmp_path):
 
 
 # ---------------------------------------------------------------------------
+# read_conll on hostile input
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sep", [None, "\t"])
+def test_read_drops_utf8_byte_order_mark(tmp_path, sep):
+    s = sep or " "
+    text = f"\ufeffHe{s}PRP{s}B-NP\nran{s}VBD{s}B-VP\n"
+    expected = ([[("He", "PRP"), ("ran", "VBD")]], [["B-NP", "B-VP"]])
+    path = _write(tmp_path, text)
+    assert read_conll(path, sep=sep) == expected
+    assert read_conll(io.StringIO(text), sep=sep) == expected
+    assert read_conll(io.BytesIO(text.encode("utf-8")), sep=sep) == expected
+    with open(path, "rb") as f:
+        assert read_conll(f, sep=sep) == expected
+    # only at the start of the file: elsewhere U+FEFF is a character of its word
+    X, _ = read_conll(io.StringIO("a NN O\n\ufeffb NN O\n"))
+    assert X[0][1] == ("\ufeffb", "NN")
+
+
+def test_read_tab_separated_strips_spaces_around_fields(tmp_path):
+    path = _write(tmp_path, " New York \tNNP\tB-LOC  \nis\t VBZ\tO  \r\n \t \nok\tUH\tO\n")
+    X, y = read_conll(path, sep="\t")
+    assert X == [[("New York", "NNP"), ("is", "VBZ")], [("ok", "UH")]]
+    assert y == [["B-LOC", "O"], ["O"]]
+
+
+@pytest.mark.parametrize("char", ["\xa0", "\u2028", "\u2029", "\x85", "\u3000", "\x0c",
+                                  "\x1c", "\u202f", "\r"])
+def test_read_splits_on_ascii_spaces_and_tabs_and_lines_on_newline_only(tmp_path, char):
+    """Other whitespace and line breaks are characters of their word, so
+    columns and line numbers are those a reader of the file sees."""
+    word = f"a{char}b"
+    text = f"{word} NN O\nc\tNN  O\n\nd NN O\ne NN\n"
+    path = _write(tmp_path, text[: text.index("e NN")], name="odd.txt")
+    expected = ([[(word, "NN"), ("c", "NN")], [("d", "NN")]], [["O", "O"], ["O"]])
+    assert read_conll(path) == expected
+    assert read_conll(io.StringIO(text[: text.index("e NN")])) == expected
+    with open(path, "rb") as f:
+        assert read_conll(f) == expected
+    path = _write(tmp_path, text, name="odd.txt")
+    with pytest.raises(ValueError, match=r"odd\.txt', line 5: expected 3 columns, found 2"):
+        read_conll(path)
+    # a word that begins with the character: the first line still has 3 columns
+    path = _write(tmp_path, f"{char}x NN O\ny NN\n", name="first.txt")
+    with pytest.raises(ValueError, match=r"first\.txt', line 2: expected 3 columns, found 2"):
+        read_conll(path)
+
+
+def test_read_line_of_other_whitespace_is_a_token_not_a_break(tmp_path):
+    path = _write(tmp_path, "a NN O\n\xa0\nb NN O\n", name="nbsp.txt")
+    with pytest.raises(ValueError, match=r"nbsp\.txt', line 2: expected 3 columns, found 1"):
+        read_conll(path)
+
+
+def test_write_read_round_trip_with_unicode_whitespace_in_words(tmp_path):
+    X = [[("a\xa0b", "NN"), ("c\u2028d", "NN\x85")], [("\u3000", "SYM")]]
+    y = [["B-NP", "I-NP"], ["O"]]
+    path = tmp_path / "u.txt"
+    write_conll(path, X, y)
+    assert read_conll(path) == (X, y)
+    write_conll(path, X, y, sep="\t")
+    assert read_conll(path, sep="\t") == (X, y)
+    with pytest.raises(ValueError, match=r"sentence 0, token 0: .*cannot be read back"):
+        write_conll(io.StringIO(), [[(" a", "NN")]], [["O"]], sep="\t")
+    with pytest.raises(ValueError, match=r"sentence 0, token 0: .*cannot be read back"):
+        write_conll(io.StringIO(), [[("a", "NN")]], [["O "]], sep="\t")
+
+
+# ---------------------------------------------------------------------------
 # read_conll error paths
 # ---------------------------------------------------------------------------
 
@@ -341,7 +413,7 @@ def test_write_read_round_trip_latin1(tmp_path):
 
 
 _FIELD = st.text(alphabet=string.ascii_letters + string.digits + string.punctuation
-                 + "éñü€", min_size=1, max_size=8)
+                 + "éñü€\xa0\u2028\u2029\x85\x0c\u3000", min_size=1, max_size=8)
 
 
 @settings(max_examples=60, deadline=None)
@@ -575,16 +647,63 @@ def test_corpus_size():
 # ---------------------------------------------------------------------------
 
 
-def test_loaders_without_data_home_raise_helpful_error(monkeypatch):
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A fresh empty home directory, with neither SKLSTRUCT_DATA nor NLTK_DATA set
+    and NLTK's system directories out of the way."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("SKLSTRUCT_DATA", raising=False)
-    with pytest.raises(FileNotFoundError, match="SKLSTRUCT_DATA"):
+    monkeypatch.delenv("NLTK_DATA", raising=False)
+    system = loaders._nltk_data_dirs()[1:]  # what follows ~/nltk_data
+    monkeypatch.setattr(loaders, "_nltk_data_dirs",
+                        lambda: [d for d in _real_nltk_dirs() if d not in system])
+    return tmp_path / "home"
+
+
+_real_nltk_dirs = loaders._nltk_data_dirs
+
+
+def test_get_data_home(home, monkeypatch, tmp_path):
+    assert get_data_home() == str(home / "sklstruct_data")
+    assert get_data_home(tmp_path / "x") == str(tmp_path / "x")
+    assert get_data_home("~/y") == str(home / "y")
+    monkeypatch.setenv("SKLSTRUCT_DATA", "~/z")
+    assert get_data_home() == str(home / "z")
+    assert get_data_home(tmp_path) == str(tmp_path)
+    monkeypatch.setenv("SKLSTRUCT_DATA", "")
+    assert get_data_home() == str(home / "sklstruct_data")
+    assert not (home / "sklstruct_data").exists()  # nothing is created
+
+
+def test_nltk_data_dirs_follow_nltk(monkeypatch, tmp_path):
+    monkeypatch.setenv("NLTK_DATA", os.pathsep.join([str(tmp_path / "a"), "", "b"]))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    dirs = _real_nltk_dirs()
+    assert dirs[:3] == [str(tmp_path / "a"), "b", str(tmp_path / "nltk_data")]
+    assert os.path.join(sys.prefix, "share", "nltk_data") in dirs
+    if sys.platform.startswith("linux"):
+        assert "/usr/share/nltk_data" in dirs
+
+
+def test_loaders_without_data_raise_error_naming_where_they_looked(home):
+    default = home / "sklstruct_data"
+    with pytest.raises(FileNotFoundError) as excinfo:
         load_conll2000()
-    with pytest.raises(FileNotFoundError, match="SKLSTRUCT_DATA"):
+    message = str(excinfo.value)
+    assert repr(str(default / "conll2000" / "train.txt")) in message
+    assert "(the default data home)" in message and "SKLSTRUCT_DATA" in message
+    with pytest.raises(FileNotFoundError, match=r"esp\.train.*SKLSTRUCT_DATA"):
         load_conll2002_esp()
 
 
+def test_loaders_default_data_home(home):
+    (home / "sklstruct_data" / "conll2000").mkdir(parents=True)
+    (home / "sklstruct_data" / "conll2000" / "test.txt").write_text("He PRP B-NP\n")
+    assert load_conll2000("test") == ([[("He", "PRP")]], [["B-NP"]])
+
+
 def test_loaders_missing_file(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"conll2000.*train\.txt"):
+    with pytest.raises(FileNotFoundError, match=r"conll2000.*train\.txt.*\(data_home\)"):
         load_conll2000(data_home=tmp_path)
     with pytest.raises(FileNotFoundError, match=r"conll2002.*esp\.testa"):
         load_conll2002_esp("testa", data_home=tmp_path)
@@ -608,10 +727,96 @@ def test_loaders_read_local_copies(tmp_path, monkeypatch):
     assert load_conll2000("test", data_home=str(tmp_path)) == expected
     monkeypatch.setenv("SKLSTRUCT_DATA", str(tmp_path))
     assert load_conll2000("test") == expected
+    with pytest.raises(FileNotFoundError, match=r"train\.txt' \(\$SKLSTRUCT_DATA\)"):
+        load_conll2000("train")
     with pytest.raises(ValueError, match="latin-1"):
         load_conll2002_esp("testb")
     assert load_conll2002_esp("testb", encoding="latin-1") == (
         [[("Pérez", "NC")]], [["B-PER"]])
+
+
+# ---------------------------------------------------------------------------
+# The Penn Treebank sample
+# ---------------------------------------------------------------------------
+
+
+def test_load_treebank_is_reexported_by_parsing():
+    import sklstruct.parsing
+
+    assert sklstruct.parsing.load_treebank is load_treebank
+
+
+def test_load_treebank(ptb_sample_raw):
+    sample = ptb_sample_raw
+    trees, ids = load_treebank(data_dir(), files=[1, "wsj_0002.mrg", 3], return_file_ids=True)
+    assert ids.dtype.kind == "i" and list(np.unique(ids)) == [1, 2, 3]
+    assert len(trees) == len(ids) and trees[0].leaves()[:2] == ["Pierre", "Vinken"]
+    assert trees[0] == preprocess(sample[0])
+    raw = load_treebank(data_dir(), files=[1], preprocess=False)
+    assert raw[0] == sample[0]
+    collapsed = load_treebank(data_dir(), files=[1], collapse_unary=True)
+    assert [expand_unary(t) for t in collapsed] == trees[: len(collapsed)]
+    with pytest.raises(ValueError, match="files must hold"):
+        load_treebank(data_dir(), files=["foo.txt"])
+    with pytest.raises(FileNotFoundError, match="wsj_9999"):
+        load_treebank(data_dir(), files=[9999])
+
+
+@pytest.fixture(scope="session")
+def treebank_dir():
+    """The sample's directory, found before a test's ``home`` fixture hides it."""
+    return require_data("treebank", "combined")
+
+
+def _link_treebank(target, source):
+    """``target`` made a directory holding links to files 2 and 10 of the sample."""
+    target.mkdir(parents=True)
+    for name in ["wsj_0010.mrg", "wsj_0002.mrg"]:
+        (target / name).symlink_to(source / name)
+    return target
+
+
+def test_load_treebank_all_files_in_numeric_order(tmp_path, treebank_dir):
+    _link_treebank(tmp_path / "treebank" / "combined", treebank_dir)
+    (tmp_path / "treebank" / "combined" / "README").write_text("not a treebank file")
+    trees, ids = load_treebank(tmp_path, return_file_ids=True)
+    assert ids[0] == 2 and ids[-1] == 10 and np.all(np.diff(ids) >= 0)
+    assert trees == load_treebank(tmp_path, files=[2, 10])
+
+
+def test_load_treebank_default_locations(treebank_dir, home, monkeypatch, tmp_path):
+    """$SKLSTRUCT_DATA, else ~/sklstruct_data, then NLTK's directories; the
+    error names every place looked in."""
+    expected = load_treebank(treebank_dir.parent.parent, files=[2])
+    with pytest.raises(FileNotFoundError) as excinfo:
+        load_treebank(files=[2])
+    message = str(excinfo.value)
+    for place in [home / "sklstruct_data" / "treebank" / "combined",
+                  home / "nltk_data" / "corpora" / "treebank" / "combined"]:
+        assert repr(str(place)) in message
+    assert "(the default data home)" in message and "(NLTK)" in message
+
+    _link_treebank(home / "nltk_data" / "corpora" / "treebank" / "combined", treebank_dir)
+    assert load_treebank(files=[2]) == expected
+    nltk_env = tmp_path / "nltk_env"
+    _link_treebank(nltk_env / "corpora" / "treebank" / "combined", treebank_dir)
+    monkeypatch.setenv("NLTK_DATA", str(nltk_env))
+    assert load_treebank(files=[2]) == expected
+    with pytest.raises(FileNotFoundError) as excinfo:
+        load_treebank(files=[2], data_home=tmp_path)  # data_home: only there
+    assert "nltk" not in str(excinfo.value).lower()
+    _link_treebank(home / "sklstruct_data" / "treebank" / "combined", treebank_dir)
+    (home / "sklstruct_data" / "treebank" / "combined" / "wsj_0002.mrg").unlink()
+    with pytest.raises(FileNotFoundError, match="sklstruct_data.*wsj_0002"):
+        load_treebank(files=[2])  # ~/sklstruct_data comes before NLTK's directories
+    monkeypatch.setenv("SKLSTRUCT_DATA", str(tmp_path / "env"))
+    _link_treebank(tmp_path / "env" / "treebank" / "combined", treebank_dir)
+    assert load_treebank(files=[2]) == expected  # $SKLSTRUCT_DATA replaces the default
+
+
+def test_load_treebank_missing_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"treebank/combined' \(data_home\)"):
+        load_treebank(tmp_path)
 
 
 # ---------------------------------------------------------------------------

@@ -2,16 +2,13 @@
 import io
 import pickle
 
-import numpy as np
 import pytest
-from conftest import data_dir, require_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklstruct.parsing import (
     Tree,
     expand_unary,
-    load_treebank,
     preprocess,
     read_ptb,
     read_trees,
@@ -117,6 +114,53 @@ def test_very_deep_tree_is_safe():
     assert expand_unary(preprocess(t, collapse_unary=True)) == t
 
 
+def _cyclic_trees():
+    """Hand-built trees that contain themselves: directly, through a
+    grandchild, and below the root."""
+    direct = Tree("S", [Tree("NN", ["a"])])
+    direct.children.append(direct)
+    indirect = Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VBZ barks)))")
+    indirect.children[1].children.append(indirect)
+    below = Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VBZ barks)))")
+    vp = below.children[1]
+    vp.children.append(Tree("NP", [vp]))
+    return [direct, indirect, below]
+
+
+@pytest.mark.parametrize("walk", [
+    Tree.leaves, Tree.pos, Tree.subtrees, Tree.constituents, Tree.height, Tree.copy,
+    Tree.to_string, str, hash, pickle.dumps,
+    lambda t: t == Tree("S", []),
+    lambda t: write_ptb([t], io.StringIO()),
+    preprocess,
+    lambda t: preprocess(t, collapse_unary=True),
+    expand_unary,
+])
+@pytest.mark.parametrize("index", range(3))
+def test_cyclic_tree_is_refused_by_every_walk(walk, index):
+    tree = _cyclic_trees()[index]
+    with pytest.raises(ValueError, match=r"Tree 'S' is cyclic: node '\w+' has its ancestor"):
+        walk(tree)
+    assert "..." in repr(tree)
+
+
+def test_shared_subtree_is_not_a_cycle():
+    np_ = Tree.fromstring("(NP (DT the) (NN dog))")
+    tree = Tree("S", [np_, Tree("VP", [Tree("VBZ", ["sees"]), np_])])
+    assert tree.leaves() == ["the", "dog", "sees", "the", "dog"]
+    assert tree == Tree.fromstring(str(tree)) == tree.copy()
+    assert preprocess(tree) == tree
+
+
+def test_parser_refuses_cyclic_training_tree():
+    from sklstruct import F1MaxMarginParser
+
+    good = Tree.fromstring("(S (NP (NN dogs)) (VP (VBP bark)))")
+    bad = _cyclic_trees()[1]
+    with pytest.raises(ValueError, match=r"y\[1\]: .*(cyclic|contains itself)"):
+        F1MaxMarginParser(max_iter=1).fit([["dogs", "bark"], ["the", "dog"]], [good, bad])
+
+
 def test_to_string_rejects_unwritable_tokens():
     with pytest.raises(ValueError, match="whitespace or a parenthesis"):
         Tree("NP", [Tree("NN", ["a b"])]).to_string()
@@ -185,6 +229,15 @@ def test_read_ptb_error_names_file(tmp_path):
     path.write_text("( (S (NN a)) )\n( (S (NN b) )\n")
     with pytest.raises(ValueError, match=r"bad\.mrg.*line 2, column 1"):
         read_ptb(path)
+
+
+def test_read_ptb_decode_error_names_file_and_line(tmp_path):
+    path = tmp_path / "latin.mrg"
+    path.write_bytes("( (S (NN a)) )\n\n( (S (NN caf\xe9)) )\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin\.mrg'?, line 3: cannot decode with "
+                                         r"encoding='utf-8'.*encoding='latin-1'"):
+        read_ptb(path)
+    assert read_ptb(path, encoding="latin-1")[1].leaves() == ["caf\xe9"]
 
 
 def test_write_read_roundtrip(tmp_path):
@@ -334,57 +387,3 @@ def test_sample_preprocessed(sample):
         assert p.leaves() == words
         c = preprocess(t, collapse_unary=True)
         assert expand_unary(c) == p
-
-
-def test_load_treebank(sample):
-    require_data("treebank", "combined")
-    trees, ids = load_treebank(data_dir(), files=[1, "wsj_0002.mrg", 3], return_file_ids=True)
-    assert ids.dtype.kind == "i" and list(np.unique(ids)) == [1, 2, 3]
-    assert len(trees) == len(ids) and trees[0].leaves()[:2] == ["Pierre", "Vinken"]
-    assert trees[0] == preprocess(sample[0])
-    raw = load_treebank(data_dir(), files=[1], preprocess=False)
-    assert raw[0] == sample[0]
-    collapsed = load_treebank(data_dir(), files=[1], collapse_unary=True)
-    assert [expand_unary(t) for t in collapsed] == trees[: len(collapsed)]
-    with pytest.raises(ValueError, match="files must hold"):
-        load_treebank(data_dir(), files=["foo.txt"])
-    with pytest.raises(FileNotFoundError, match="wsj_9999"):
-        load_treebank(data_dir(), files=[9999])
-
-
-def test_load_treebank_all_files_in_numeric_order(tmp_path):
-    source = require_data("treebank", "combined")
-    target = tmp_path / "treebank" / "combined"
-    target.mkdir(parents=True)
-    for name in ["wsj_0010.mrg", "wsj_0002.mrg"]:
-        (target / name).symlink_to(source / name)
-    (target / "README").write_text("not a treebank file")
-    trees, ids = load_treebank(tmp_path, return_file_ids=True)
-    assert ids[0] == 2 and ids[-1] == 10 and np.all(np.diff(ids) >= 0)
-    assert trees == load_treebank(tmp_path, files=[2, 10])
-
-
-def test_load_treebank_default_location(monkeypatch, tmp_path):
-    import sklstruct.parsing.tree as tree_module
-
-    require_data("treebank", "combined")
-    data = data_dir()
-    expected = load_treebank(data, files=[1])
-    monkeypatch.setenv("SKLSTRUCT_DATA", str(data))
-    assert load_treebank(files=[1]) == expected
-    monkeypatch.delenv("SKLSTRUCT_DATA")
-    checkout = tmp_path / "checkout" / "sklstruct" / "parsing"
-    checkout.mkdir(parents=True)
-    monkeypatch.setattr(tree_module, "__file__", str(checkout / "tree.py"))
-    with pytest.raises(FileNotFoundError, match="SKLSTRUCT_DATA .*treebank/combined"):
-        load_treebank(files=[1])
-    (tmp_path / "shared" / "data" / "treebank").mkdir(parents=True)
-    (tmp_path / "shared" / "data" / "treebank" / "combined").symlink_to(
-        data / "treebank" / "combined"
-    )
-    assert load_treebank(files=[1]) == expected
-
-
-def test_load_treebank_missing_directory(tmp_path):
-    with pytest.raises(FileNotFoundError, match="treebank/combined"):
-        load_treebank(tmp_path)

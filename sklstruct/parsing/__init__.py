@@ -4,7 +4,6 @@ and the max-margin parser."""
 from .tree import (  # noqa: F401
     Tree,
     expand_unary,
-    load_treebank,
     preprocess,
     read_ptb,
     read_trees,
@@ -16,3 +15,5 @@ from .grammar import Grammar  # noqa: F401
 from .evalb import bracket_counts, parseval, parseval_f1, parseval_scorer  # noqa: F401
 from .parser import F1MaxMarginParser  # noqa: F401,E402
 from .pcfg import PCFGParser  # noqa: F401,E402
+# the loader lives in sklstruct.datasets; importable from here as well
+from ..datasets import load_treebank  # noqa: F401,E402

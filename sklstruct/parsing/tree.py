@@ -5,25 +5,26 @@ objects.  This module reads them from Penn Treebank bracket files (``.mrg``,
 several trees per file, each usually wrapped in an outer bracket without a
 label, ``( (S ...) )``), writes them back one per line, and applies the
 standard preprocessing of the parsing literature (e.g. the experiments of
-Bauer et al., paper 002, section 3: "removing functional tags and null
-elements"):
+Bauer, Nakajima, Goernitz and Mueller, *Optimizing for Measure of
+Performance in Max-Margin Parsing*, section 3: "removing functional tags and
+null elements"):
 
 * :func:`preprocess` strips function tags and co-indices (``NP-SBJ-1`` ->
   ``NP``, ``NP=2`` -> ``NP``), removes ``-NONE-`` elements and the
   constituents left empty, and optionally collapses unary chains of phrasal
   nodes into one node (``S+VP``); :func:`expand_unary` undoes the collapse.
-* :func:`load_treebank` reads the Penn Treebank sample kept beside the
-  project (``$SKLSTRUCT_DATA/treebank/combined/wsj_*.mrg``; it is not
-  shipped with the package).
 
 Reading is a single regular-expression tokenization followed by an iterative
 stack parse, so deep trees cannot hit Python's recursion limit; every other
-traversal in this package is iterative as well.
+traversal in this package is iterative as well.  A tree built by hand that
+contains itself is refused with a ValueError by every method that walks it.
+(The Penn Treebank sample is read by
+:func:`sklstruct.datasets.load_treebank`.)
 """
 import os
 import re
 
-import numpy as np
+from ..datasets._conll import _decode_error, _locate_decode_error
 
 __all__ = [
     "Tree",
@@ -33,7 +34,6 @@ __all__ = [
     "preprocess",
     "expand_unary",
     "strip_function_tags",
-    "load_treebank",
 ]
 
 # One token per alternative: a whole preterminal "(TAG word)" (label, word), an
@@ -60,7 +60,9 @@ class Tree:
     -----
     Equality is structural (labels, shape and words); ``hash`` is consistent
     with it.  Trees are mutable: do not change a tree used as a dict key.
-    All methods are iterative, so arbitrarily deep trees are safe.
+    All methods are iterative, so arbitrarily deep trees are safe.  A node
+    that contains itself (directly or through its descendants) makes every
+    method that walks the tree raise ValueError.
 
     Examples
     --------
@@ -95,7 +97,8 @@ class Tree:
         return trees[0]
 
     def copy(self):
-        """Deep copy (words are shared, being immutable strings)."""
+        """Deep copy (words are shared, being immutable strings; a subtree that
+        appears twice is copied twice)."""
         return _fold(self, lambda node, kids: Tree(node.label, kids))
 
     # -- inspection -------------------------------------------------------
@@ -105,6 +108,7 @@ class Tree:
 
     def subtrees(self):
         """All nodes (Tree objects) in preorder."""
+        _check_acyclic(self)
         out = []
         stack = [self]
         while stack:
@@ -127,6 +131,7 @@ class Tree:
         Spans are word offsets, ``end`` exclusive; the list is in preorder
         (a parent before its children, siblings left to right).
         """
+        _check_acyclic(self)
         out = []
         position = 0
         # (node, index into out or -1): the end of a constituent is known when
@@ -159,6 +164,7 @@ class Tree:
 
     def height(self):
         """Number of nodes on the longest path from this node to a word."""
+        _check_acyclic(self)
         best = 0
         stack = [(self, 1)]
         while stack:
@@ -175,8 +181,10 @@ class Tree:
         ------
         ValueError
             If a label or word contains whitespace or a parenthesis, or a word
-            is empty, so that the string could not be read back.
+            is empty, so that the string could not be read back, or if the
+            tree contains itself.
         """
+        _check_acyclic(self)
         parts = []
         stack = [self]
         while stack:
@@ -215,6 +223,7 @@ class Tree:
     def _flat(self):
         """Preorder tuple of (label, n_children) pairs and words: the identity
         of the tree, used for equality, hashing and pickling."""
+        _check_acyclic(self)
         out = []
         stack = [self]
         while stack:
@@ -241,6 +250,49 @@ class Tree:
     def __reduce__(self):
         # A flat encoding: pickling stays iterative however deep the tree is.
         return (_from_flat, (self._flat(),))
+
+
+def _check_acyclic(tree):
+    """Raise ValueError if ``tree`` contains itself, directly or through its
+    descendants (possible only for a tree built or changed by hand), so that
+    the walks over it end.  One iterative walk with an id set; only if a node
+    is reached twice (a cycle, or a subtree that appears twice, which is
+    legal) does :func:`_find_cycle` tell the two apart."""
+    seen = set()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            continue
+        key = id(node)
+        if key in seen:
+            _find_cycle(tree)
+            return
+        seen.add(key)
+        stack.extend(node.children)
+
+
+def _find_cycle(tree):
+    """Raise ValueError naming a node that has an ancestor as a child: a walk
+    that keeps the ids of the nodes on the path from the root, and walks a
+    subtree that appears twice only once."""
+    on_path, done = set(), set()
+    stack = [(tree, None)]  # (node, its parent), or (node, True) to leave it
+    while stack:
+        node, parent = stack.pop()
+        key = id(node)
+        if parent is True:
+            on_path.discard(key)
+            done.add(key)
+        elif key in on_path:
+            raise ValueError(
+                f"Tree {tree.label!r} is cyclic: node {parent.label!r} has its ancestor "
+                f"{node.label!r} as a child; a tree must not contain itself."
+            )
+        elif key not in done:
+            on_path.add(key)
+            stack.append((node, True))
+            stack.extend((c, node) for c in node.children if isinstance(c, Tree))
 
 
 def _writable(tree):
@@ -281,10 +333,12 @@ def _fold(tree, build, splice=None):
     for every node after its children were rebuilt (``new_children`` is a
     fresh list the callee may keep); words pass through unchanged.  ``build``
     may return any object (e.g. ``None`` to drop a node; callers filter).
+    Raises ValueError if ``tree`` contains itself.
 
     With ``splice`` (a label prefix), a phrasal node whose label starts with
     it is not built: its rebuilt children go straight into its parent's list
     (how :func:`~sklstruct.parsing.unbinarize` removes artificial nodes)."""
+    _check_acyclic(tree)
     stack = [(tree, iter(tree.children), [])]
     while True:
         node, children, built = stack[-1]
@@ -424,10 +478,24 @@ def read_ptb(path, encoding="utf-8"):
     Returns
     -------
     trees : list of Tree
+
+    Raises
+    ------
+    ValueError
+        If the file is not valid ``encoding`` (the message names the file and
+        line) or holds a malformed tree (see :func:`read_trees`).
     """
-    with open(path, encoding=encoding) as f:
-        text = f.read()
-    return read_trees(text, name=repr(os.fspath(path)))
+    name = repr(os.fsdecode(os.fspath(path)))
+    try:
+        with open(path, encoding=encoding) as f:
+            text = f.read()
+    except UnicodeDecodeError:
+        lineno, exc = _locate_decode_error(path, encoding)
+        raise _decode_error(
+            name, encoding, lineno, exc,
+            hint="Pass the file's encoding, e.g. read_ptb(..., encoding='latin-1').",
+        ) from None
+    return read_trees(text, name=name)
 
 
 def write_ptb(trees, path_or_file, encoding="utf-8"):
@@ -588,100 +656,3 @@ def _split_unary(label):
         last = cut + 1
     parts.append(label[last:])
     return parts
-
-
-# ---------------------------------------------------------------------------
-# The Penn Treebank sample
-# ---------------------------------------------------------------------------
-
-_WSJ_FILE = re.compile(r"wsj_(\d+)\.mrg$")
-
-
-def load_treebank(data_home=None, files=None, *, preprocess=True, collapse_unary=False,
-                  remove_self_unary=False, return_file_ids=False):
-    """Read the Penn Treebank sample (``<data_home>/treebank/combined/wsj_*.mrg``).
-
-    Parameters
-    ----------
-    data_home : str or path-like, default=None
-        Directory holding ``treebank/combined``; default: the ``SKLSTRUCT_DATA``
-        environment variable (the same lookup as
-        :func:`sklstruct.datasets.load_conll2000`), else ``../shared/data``
-        beside a development checkout of sklstruct when it holds the sample.
-    files : iterable of int or str, default=None
-        Which files: file numbers (``1`` for ``wsj_0001.mrg``) or file names.
-        ``None`` reads every ``wsj_*.mrg`` in numeric order.
-    preprocess : bool, default=True
-        Apply :func:`preprocess` (function tags stripped, empty elements
-        removed) to every tree.
-    collapse_unary, remove_self_unary : bool, default=False
-        Passed to :func:`preprocess` (ignored when ``preprocess=False``).
-    return_file_ids : bool, default=False
-        Also return an int array with the file number of every tree, e.g. to
-        split train/test by file as is customary for the WSJ sections.
-
-    Returns
-    -------
-    trees : list of Tree
-    file_ids : ndarray of shape (n_trees,), dtype=int
-        Only when ``return_file_ids=True``.
-    """
-    from ..datasets import _get_data_home
-
-    if data_home is None and not os.environ.get("SKLSTRUCT_DATA"):
-        # a development checkout keeps the corpora in ../shared/data
-        beside = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir,
-                              "shared", "data")
-        if os.path.isdir(os.path.join(beside, "treebank", "combined")):
-            data_home = os.path.normpath(beside)
-    try:
-        data_home = _get_data_home(data_home)
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            "No data directory given: pass data_home=... or set the SKLSTRUCT_DATA "
-            "environment variable to a directory containing treebank/combined/wsj_*.mrg "
-            "(sklstruct does not ship or download this corpus)."
-        ) from None
-    directory = os.path.join(data_home, "treebank", "combined")
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(
-            f"Penn Treebank sample not found: {directory!r}. Set data_home or the "
-            "SKLSTRUCT_DATA environment variable to the directory that contains "
-            "'treebank/combined/' (sklstruct does not ship or download this corpus)."
-        )
-    if files is None:
-        names = sorted(
-            (int(m.group(1)), f) for f in os.listdir(directory)
-            if (m := _WSJ_FILE.match(f))
-        )
-    else:
-        names = []
-        for f in files:
-            if isinstance(f, (int, np.integer)) and not isinstance(f, bool):
-                names.append((int(f), f"wsj_{int(f):04d}.mrg"))
-            elif isinstance(f, str) and (m := _WSJ_FILE.match(os.path.basename(f))):
-                names.append((int(m.group(1)), os.path.basename(f)))
-            else:
-                raise ValueError(
-                    f"files must hold file numbers or names like 'wsj_0001.mrg', got {f!r}."
-                )
-    trees, ids = [], []
-    for number, fname in names:
-        path = os.path.join(directory, fname)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"Treebank file not found: {path!r}.")
-        part = read_ptb(path)
-        if preprocess:
-            part = [
-                _preprocess(t, collapse_unary=collapse_unary,
-                            remove_self_unary=remove_self_unary)
-                for t in part
-            ]
-        trees.extend(part)
-        ids.extend([number] * len(part))
-    if return_file_ids:
-        return trees, np.asarray(ids, dtype=int)
-    return trees
-
-
-_preprocess = preprocess
