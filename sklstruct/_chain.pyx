@@ -164,13 +164,6 @@ cdef class ChainWeights:
             return self.W.copy(), self.P.copy()
         return self.W - self.W_sum / self.n_seen, self.P - self.P_sum / self.n_seen
 
-    def split(self, P=None):
-        """``P`` (default: the raw chain weights) as (transitions (L, L),
-        start (L,), end (L,))."""
-        P = self.P if P is None else P
-        L = P.shape[1]
-        return P[:L].copy(), P[L].copy(), P[L + 1].copy()
-
     def __reduce__(self):
         return (_rebuild_weights, (self.W, self.P, self.W_sum, self.P_sum, self.n_seen))
 

@@ -3,8 +3,11 @@
 ``sklstruct.__init__``, the command line and the common tests read their lists
 of estimators from here, so adding a learner means adding one line below.
 """
-from .learners import (KBestMIRATagger, LaRankTagger, PassiveAggressiveTagger, SDMTagger,
-                       StructuredPerceptronTagger)
+from .learners.larank import LaRankTagger
+from .learners.mira import KBestMIRATagger
+from .learners.passive_aggressive import PassiveAggressiveTagger
+from .learners.perceptron import StructuredPerceptronTagger
+from .learners.sdm import SDMTagger
 from .parsing import F1MaxMarginParser, PCFGParser
 
 #: The sequence taggers, by the short name the command line uses.

@@ -1,5 +1,10 @@
 """Hostile input to the chain taggers: clear errors, no crash, no silent garbage,
-and a failed call leaves the estimator as it was."""
+and a failed call leaves the estimator as it was.
+
+Set SKLSTRUCT_FUZZ_EXAMPLES (default 40) to run the property-based test longer.
+"""
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -229,7 +234,7 @@ def check_consistent(model):
 
 
 @pytest.mark.parametrize("name", sorted(TAGGERS))
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("SKLSTRUCT_FUZZ_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(calls=st.lists(st.tuples(st.sampled_from(["fit", "partial_fit", "predict", "kbest",
                                                  "score", "set_params"]),
                                 problems(), params), min_size=1, max_size=5))
