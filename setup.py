@@ -1,14 +1,18 @@
-"""Build script for sklstruct: compiles the Cython decoding kernels."""
+"""Build script for sklstruct's Cython kernels; the package metadata is in
+pyproject.toml ([project])."""
 from glob import glob
+from pathlib import Path
 
 import numpy as np
 from Cython.Build import cythonize
-from setuptools import Extension, find_packages, setup
+from setuptools import Extension, setup
 
-# Every private kernel module ``sklstruct/**/_name.pyx`` is compiled.
+# Every private kernel module ``sklstruct/**/_name.pyx`` is compiled, wherever it
+# sits; the ``.pxd`` files beside them (in any subpackage) are found by Cython
+# from the source root, and a change to one rebuilds the modules that cimport it.
 extensions = [
     Extension(
-        path[:-4].replace("/", "."),
+        ".".join(Path(path).with_suffix("").parts),
         [path],
         include_dirs=[np.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
@@ -16,22 +20,16 @@ extensions = [
     )
     for path in sorted(glob("sklstruct/**/_*.pyx", recursive=True))
 ]
-
-with open("README.rst", encoding="utf-8") as f:
-    long_description = f.read()
+if not extensions:
+    raise RuntimeError(
+        "no sklstruct/**/_*.pyx found: the Cython sources are missing from this "
+        "source tree (an sdist must include them; see MANIFEST.in)"
+    )
 
 setup(
-    name="sklstruct",
-    version="0.1.0",
-    description="scikit-learn compatible structured max-margin learners for "
-    "sequence labeling and constituency parsing",
-    long_description=long_description,
-    long_description_content_type="text/x-rst",
-    license="BSD-3-Clause",
-    python_requires=">=3.9",
-    packages=find_packages(include=["sklstruct", "sklstruct.*"]),
     ext_modules=cythonize(
         extensions,
+        include_path=["."],
         language_level=3,
         compiler_directives={
             "boundscheck": False,
@@ -40,11 +38,4 @@ setup(
             "initializedcheck": False,
         },
     ),
-    install_requires=["numpy>=1.23", "scipy>=1.9", "scikit-learn>=1.3", "joblib>=1.2"],
-    extras_require={
-        "test": ["pytest>=7", "hypothesis>=6"],
-        "benchmark": ["python-crfsuite>=0.9.9"],
-    },
-    entry_points={"console_scripts": ["sklstruct=sklstruct.__main__:main"]},
-    zip_safe=False,
 )
