@@ -1,5 +1,9 @@
-"""F1MaxMarginParser with the four losses of Table 1 of Bauer et al. 2017 beside a
-maximum-likelihood PCFG on the same binarized grammar.
+"""F1MaxMarginParser (four losses, Table 1 of Bauer et al. 2017) beside a PCFG.
+
+The max-margin parser with the four losses of Table 1 of Bauer, Nakajima,
+Goernitz and Mueller, "Optimizing for Measure of Performance in Max-Margin
+Parsing" (arXiv:1709.01562, 2017), beside a maximum-likelihood PCFG on the
+same binarized grammar.
 
 Data: the Penn Treebank sample (``$SKLSTRUCT_DATA/treebank/combined``),
 preprocessed (function tags, null elements and X-over-X unaries removed),
