@@ -387,3 +387,13 @@ def test_sample_preprocessed(sample):
         assert p.leaves() == words
         c = preprocess(t, collapse_unary=True)
         assert expand_unary(c) == p
+
+
+def test_binarize_and_parseval_refuse_a_tree_that_contains_itself():
+    from sklstruct.parsing import binarize, parseval
+    tree = Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VBD barked)))")
+    tree.children[1].children.append(tree)
+    with pytest.raises(ValueError, match="cyclic"):
+        binarize(tree)
+    with pytest.raises(ValueError, match="cyclic"):
+        parseval([tree], [tree])

@@ -52,7 +52,7 @@ this kind on the unbinarized trees (section 3, Table 1).
 """
 from collections import Counter
 
-from .tree import Tree
+from .tree import Tree, _check_acyclic
 
 __all__ = ["bracket_counts", "parseval", "parseval_f1", "parseval_scorer"]
 
@@ -99,6 +99,7 @@ class _Sentence:
     __slots__ = ("words", "tags", "length", "brackets", "all_words")
 
     def __init__(self, tree):
+        _check_acyclic(tree)
         tagged = _tagged_words(tree)
         self.all_words = [w for w, tag in tagged if tag != "-NONE-"]
         keep = [tag not in DELETE_LABELS for _, tag in tagged]

@@ -28,7 +28,7 @@ from .binarize import binarize, unbinarize
 from .evalb import parseval_f1
 from .model import LOSSES, CompiledGrammar
 from .grammar import Grammar
-from .tree import Tree, preprocess
+from .tree import Tree, _check_acyclic, preprocess
 
 #: Labels of a root bracket that is not counted (EVALB's COLLINS.prm).
 _ROOT_LABELS = ("TOP", "ROOT", "")
@@ -77,32 +77,32 @@ def check_sentences(X, name="X"):
 
 def check_tree(tree, where):
     """Raise ValueError unless ``tree`` is a ``Tree`` whose labels and words
-    are all ``str`` and that does not contain itself (iterative: any depth)."""
+    are all ``str`` and that does not contain itself (iterative: any depth;
+    a subtree shared by several parents is walked once)."""
     if not isinstance(tree, Tree):
         raise ValueError(f"{where} must be a Tree; got {type(tree).__name__}")
-    path = set()          # ids of the nodes on the path from the root
-    stack = [(tree, False)]
+    seen = set()
+    stack = [tree]
     while stack:
-        node, leaving = stack.pop()
-        if leaving:
-            path.discard(id(node))
+        node = stack.pop()
+        if id(node) in seen:
             continue
-        if id(node) in path:
-            raise ValueError(f"{where}: the tree contains itself (node {node.label!r} is "
-                             "its own descendant)")
+        seen.add(id(node))
         if not isinstance(node.label, str):
             raise ValueError(f"{where}: tree label {node.label!r} is not a string")
         if not isinstance(node.children, list):
             raise ValueError(f"{where}: the children of node {node.label!r} are a "
                              f"{type(node.children).__name__}, not a list")
-        path.add(id(node))
-        stack.append((node, True))
         for child in node.children:
             if isinstance(child, Tree):
-                stack.append((child, False))
+                stack.append(child)
             elif not isinstance(child, str):
                 raise ValueError(f"{where}: word {child!r} under node {node.label!r} is not "
                                  "a string")
+    try:
+        _check_acyclic(tree)
+    except ValueError as exc:
+        raise ValueError(f"{where}: the tree contains itself ({exc})") from None
 
 
 def _int_tree(tree, index):
