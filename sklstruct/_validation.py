@@ -8,6 +8,7 @@ compiled code sees the data, so a kernel with bounds checks off can never read
 out of bounds.
 """
 import reprlib
+from collections.abc import Mapping, Set
 from numbers import Integral, Real
 
 import numpy as np
@@ -38,23 +39,62 @@ def describe(value):
 
 # -- lists of sentences -------------------------------------------------------------------
 
-def check_sentence_list(X, name="X", what="per-sentence feature matrices"):
-    """``X`` as a Python list of sentences; raises unless X is a non-empty
-    sequence (not a string, mapping, single matrix or array of labels)."""
-    if X is None:
-        raise ValueError(f"{name}: expected a list of {what}; got None")
-    if isinstance(X, (str, bytes, dict)) or sp.issparse(X) or (
-            isinstance(X, np.ndarray) and X.ndim != 1 and X.dtype != object):
-        raise ValueError(f"{name}: expected a list of {what}; got a single "
-                        f"{type(X).__name__}" + (f" of shape {X.shape}" if hasattr(X, "shape")
-                                                 else ""))
-    try:
-        X = list(X)
-    except TypeError:
-        raise ValueError(f"{name}: expected a list of {what}; got {type(X).__name__}") from None
-    if not X:
+class InputTypeError(TypeError, ValueError):
+    """The input is the wrong kind of object (a string where a list of
+    sentences belongs, None where a label belongs...).
+
+    A ``TypeError``, and a ``ValueError`` too, so that code written against
+    scikit-learn's input checks, which raise ``ValueError``, catches it (as
+    scikit-learn's own ``NotFittedError`` is both a ``ValueError`` and an
+    ``AttributeError``).
+    """
+
+
+def _kind_of(obj):
+    return "None" if obj is None else type(obj).__name__
+
+
+def check_sentence_list(X, name="X", what="per-sentence feature matrices", item_ndim=2,
+                        allow_empty=False, sized=True):
+    """``X`` as a Python list of sentences.
+
+    Raises unless ``X`` is a sequence (not a string, mapping, set, sparse
+    matrix, or an array with fewer than ``item_ndim + 1`` dimensions: one
+    sentence's item rather than a list of them) with at least one sentence
+    (unless ``allow_empty``).  ``sized=False`` also takes an iterator (read
+    once), as scikit-learn's text vectorizers do.
+    """
+    if X is None or isinstance(X, (str, bytes, Mapping, Set)) or sp.issparse(X) or (
+            isinstance(X, np.ndarray) and X.ndim <= item_ndim and X.dtype != object):
+        shape = f" of shape {X.shape}" if hasattr(X, "shape") else ""
+        raise InputTypeError(f"{name}: expected a list of {what}; got {_kind_of(X)}{shape}"
+                             + ("; wrap a single sentence in a list" if shape else ""))
+    if not hasattr(X, "__iter__") or (sized and not hasattr(X, "__len__")):
+        # a generator could be read once only; an int is no list at all
+        raise InputTypeError(f"{name}: expected a list of {what}; got {_kind_of(X)}")
+    X = list(X)
+    if not X and not allow_empty:
         raise ValueError(f"{name}: contains no sentences")
     return X
+
+
+def check_sentence(seq, where, what="tokens", allow_empty=False):
+    """One sentence as a list: any sequence of items except a string, bytes,
+    a mapping or a set (a string is one token, not a sentence; a set has no
+    order); an array gives its rows."""
+    if seq is None or isinstance(seq, (str, bytes, Mapping, Set)) or sp.issparse(seq) or (
+            isinstance(seq, np.ndarray) and seq.ndim == 0):
+        shape = f" of shape {seq.shape}" if hasattr(seq, "shape") else ""
+        raise InputTypeError(f"{where}: expected a sequence of {what}; got "
+                             f"{_kind_of(seq)}{shape} {describe(seq)}")
+    try:
+        items = list(seq)
+    except TypeError:
+        raise InputTypeError(f"{where}: expected a sequence of {what}; got "
+                             f"{_kind_of(seq)} {describe(seq)}") from None
+    if not items and not allow_empty:
+        raise ValueError(f"{where}: sentence is empty (0 {what})")
+    return items
 
 
 def check_csr_sentence(x, where, n_features=None):
@@ -69,14 +109,14 @@ def check_csr_sentence(x, where, n_features=None):
         x = _checked_sparse(x, where)
     else:
         if isinstance(x, (str, bytes)) or x is None:
-            raise ValueError(f"{where}: expected a 2-D feature matrix (n_tokens x n_features); "
-                            f"got {describe(x)}")
+            raise InputTypeError(f"{where}: expected a 2-D feature matrix (n_tokens x "
+                                 f"n_features); got {describe(x)}")
         try:
             x = np.asarray(x)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"{where}: features are not a numeric matrix ({exc})") from None
+            raise InputTypeError(f"{where}: features are not a numeric matrix ({exc})") from None
         if x.dtype.kind not in "biuf":
-            raise ValueError(f"{where}: features must be real numbers; got dtype {x.dtype}")
+            raise InputTypeError(f"{where}: features must be real numbers; got dtype {x.dtype}")
         if x.ndim != 2:
             raise ValueError(f"{where}: expected a 2-D feature matrix (n_tokens x n_features); "
                              f"got an array of shape {x.shape}")
@@ -109,7 +149,7 @@ def _checked_sparse(x, where):
         raise ValueError(f"{where}: expected a 2-D feature matrix; got a sparse array of "
                          f"shape {x.shape}")
     if x.dtype.kind not in "biuf":
-        raise ValueError(f"{where}: features must be real numbers; got dtype {x.dtype}")
+        raise InputTypeError(f"{where}: features must be real numbers; got dtype {x.dtype}")
     n_rows, n_cols = x.shape
     fmt = x.format
     if fmt in ("csr", "csc", "bsr"):
@@ -185,8 +225,8 @@ def _sequence_kinds(seq, where):
     for j, value in enumerate(seq):
         kind = _label_kind(value)
         if kind is None:
-            raise ValueError(f"{where}[{j}]: label {describe(value)} of type "
-                            f"{type(value).__name__} is not a string or a number")
+            raise InputTypeError(f"{where}[{j}]: label {describe(value)} of type "
+                                 f"{type(value).__name__} is not a string or a number")
         kinds.setdefault(kind, j)
     return kinds
 
@@ -200,27 +240,25 @@ def check_label_sequences(y, lengths, name="y", x_name="X"):
     None.  A sentence's labels may be any 1-D sequence.
     """
     if y is None:
-        raise ValueError(f"{name}: is required (a list of label sequences, one per sentence)")
-    y = check_sentence_list(y, name, "label sequences")
+        raise InputTypeError(f"{name}: is required (a list of label sequences, one per "
+                             "sentence)")
+    y = check_sentence_list(y, name, "label sequences", item_ndim=1)
     if len(y) != len(lengths):
         raise ValueError(f"{name}: has {len(y)} label sequences but {x_name} has "
                          f"{len(lengths)} sentences")
     parts, first = [], {}
     for i, (seq, T) in enumerate(zip(y, lengths)):
         where = f"{name}[{i}]"
-        if isinstance(seq, (str, bytes)) or seq is None or not hasattr(seq, "__len__"):
-            raise ValueError(f"{where}: expected a sequence of labels; got {describe(seq)}")
-        if isinstance(seq, np.ndarray) and seq.ndim != 1:
-            raise ValueError(f"{where}: expected a 1-D sequence of labels; got shape "
-                             f"{seq.shape}")
+        if not (isinstance(seq, np.ndarray) and seq.ndim == 1):
+            seq = check_sentence(seq, where, "labels", allow_empty=True)
         if len(seq) != T:
             raise ValueError(f"{where}: has {len(seq)} labels but {x_name}[{i}] has {T} tokens")
         for kind, j in _sequence_kinds(seq, where).items():
             first.setdefault(kind, (i, j))
         if len(first) > 1:
             (k1, (i1, j1)), (k2, (i2, j2)) = sorted(first.items(), key=lambda kv: kv[1])[:2]
-            raise ValueError(f"{name}[{i2}][{j2}]: label is a {k2} but {name}[{i1}][{j1}] is a "
-                            f"{k1}; labels must be all strings or all numbers")
+            raise InputTypeError(f"{name}[{i2}][{j2}]: label is a {k2} but {name}[{i1}][{j1}] "
+                                 f"is a {k1}; labels must be all strings or all numbers")
         parts.append(seq)
     kind = next(iter(first))
     labels = np.concatenate([np.asarray(p, dtype=object if kind != "number" else None)
@@ -239,31 +277,25 @@ def check_label_sequences(y, lengths, name="y", x_name="X"):
 
 
 def check_classes(classes, name="classes"):
-    """The sorted unique labels of a ``classes=`` argument (same type rules as y)."""
-    if isinstance(classes, (str, bytes)) or classes is None:
-        raise ValueError(f"{name}: expected a sequence of labels; got {describe(classes)}")
-    try:
-        n = len(classes)
-    except TypeError:
-        raise ValueError(f"{name}: expected a sequence of labels; got "
-                        f"{type(classes).__name__}") from None
-    if n == 0:
+    """The sorted unique labels of a ``classes=`` argument (same type rules as
+    y), and their kind ('string', 'bytes' or 'number')."""
+    if not (isinstance(classes, np.ndarray) and classes.ndim == 1):
+        classes = check_sentence(classes, name, "labels", allow_empty=True)
+    if len(classes) == 0:
         raise ValueError(f"{name}: is empty; pass every label that can occur")
-    if isinstance(classes, np.ndarray) and classes.ndim != 1:
-        raise ValueError(f"{name}: expected a 1-D sequence of labels; got shape "
-                         f"{classes.shape}")
     kinds = _sequence_kinds(classes, name)
     if len(kinds) > 1:
         (k1, j1), (k2, j2) = sorted(kinds.items(), key=lambda kv: kv[1])[:2]
-        raise ValueError(f"{name}[{j2}]: label is a {k2} but {name}[{j1}] is a {k1}; labels "
-                        "must be all strings or all numbers")
-    return np.unique(check_label_sequences([classes], [n], name=name)), next(iter(kinds))
+        raise InputTypeError(f"{name}[{j2}]: label is a {k2} but {name}[{j1}] is a {k1}; "
+                             "labels must be all strings or all numbers")
+    labels = check_label_sequences([classes], [len(classes)], name=name)
+    return np.unique(labels), next(iter(kinds))
 
 
 def check_k(k, name="k"):
     """``k`` as an int in [1, MAX_K]."""
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, Integral):
-        raise ValueError(f"{name} must be an integer in [1, {MAX_K}]; got {describe(k)}")
+        raise InputTypeError(f"{name} must be an integer in [1, {MAX_K}]; got {describe(k)}")
     if not 1 <= k <= MAX_K:
         raise ValueError(f"{name} must be an integer in [1, {MAX_K}]; got {k}")
     return int(k)

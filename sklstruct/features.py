@@ -88,7 +88,7 @@ affix lengths to 10**6, and the templates to 10000 instances of 100000
 atoms in all after window expansion.
 """
 import re
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Mapping
 from itertools import groupby, repeat
 from numbers import Integral
 
@@ -99,7 +99,7 @@ from sklearn.feature_extraction import FeatureHasher
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import describe
+from ._validation import check_sentence, check_sentence_list, describe
 from .chain import StackedSentences
 
 __all__ = ["BOS", "EOS", "SequenceVectorizer", "feature_set"]
@@ -369,28 +369,13 @@ class _Corpus:
     """All tokens of ``X`` flattened, with the helpers the templates need."""
 
     def __init__(self, X):
-        if isinstance(X, (str, bytes, Mapping, Set)) or not isinstance(X, Iterable):
-            raise TypeError(
-                "X: expected a sequence of sentences (lists of tokens); got "
-                f"{type(X).__name__}"
-            )
         flat, lengths = [], []
+        X = check_sentence_list(X, "X", "sentences (sequences of tokens)", item_ndim=1,
+                                sized=False)
         for i, sentence in enumerate(X):
-            # A set has no order and a str is one token, not a sentence.
-            if isinstance(sentence, (str, bytes, Mapping, Set)) or not hasattr(
-                sentence, "__len__"
-            ):
-                raise TypeError(
-                    f"X[{i}]: expected a sequence of tokens; got "
-                    f"{type(sentence).__name__}"
-                )
-            tokens = list(sentence)
-            if not tokens:
-                raise ValueError(f"X[{i}]: sentence is empty (0 tokens)")
+            tokens = check_sentence(sentence, f"X[{i}]", "tokens")
             lengths.append(len(tokens))
             flat.extend(tokens)
-        if not lengths:
-            raise ValueError("X: contains no sentences")
         self.flat = flat
         self.n_tokens = n = len(flat)
         self.lengths = np.asarray(lengths, dtype=np.intp)

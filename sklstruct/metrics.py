@@ -41,6 +41,8 @@ from typing import Dict, NamedTuple
 import numpy as np
 from sklearn.metrics import make_scorer
 
+from ._validation import check_sentence, check_sentence_list
+
 __all__ = [
     "TypeScores",
     "ChunkReport",
@@ -126,45 +128,12 @@ class ChunkReport:
 # --------------------------------------------------------------------------
 
 def _as_sentences(y, name):
-    """Return ``y`` as a list of 1-D label sequences, or raise ValueError."""
-    if isinstance(y, (str, bytes)):
-        raise ValueError(
-            f"{name} must be a list of label sequences (one per sentence), "
-            f"got a string: {y!r}"
-        )
-    if isinstance(y, np.ndarray) and y.ndim != 2 and y.dtype != object:
-        raise ValueError(
-            f"{name} must be a list of label sequences (one per sentence), "
-            f"got a {y.ndim}-D array of labels; wrap a single sentence in a list"
-        )
-    try:
-        sentences = list(y)
-    except TypeError:
-        raise ValueError(
-            f"{name} must be a list of label sequences (one per sentence), "
-            f"got {type(y).__name__}"
-        ) from None
-    for i, sentence in enumerate(sentences):
-        if isinstance(sentence, (str, bytes)):
-            raise ValueError(
-                f"{name}[{i}] is a string ({sentence!r}), not a sequence of "
-                f"labels; {name} must be a list of sentences, e.g. "
-                f"[['B-NP', 'I-NP', 'O']], not one flat list of labels"
-            )
-        if isinstance(sentence, np.ndarray):
-            if sentence.ndim != 1:
-                raise ValueError(
-                    f"{name}[{i}] must be a 1-D sequence of labels, got a "
-                    f"{sentence.ndim}-D array"
-                )
-        elif not hasattr(sentence, "__len__"):
-            try:
-                sentences[i] = list(sentence)
-            except TypeError:
-                raise ValueError(
-                    f"{name}[{i}] is not a sequence of labels: {sentence!r}"
-                ) from None
-    return sentences
+    """Return ``y`` as a list of label sequences (lists or 1-D arrays)."""
+    sentences = check_sentence_list(y, name, "label sequences", item_ndim=1, allow_empty=True,
+                                    sized=False)
+    return [s if isinstance(s, np.ndarray) and s.ndim == 1
+            else check_sentence(s, f"{name}[{i}]", "labels", allow_empty=True)
+            for i, s in enumerate(sentences)]
 
 
 def _check_sentences(y_true, y_pred):
@@ -173,7 +142,7 @@ def _check_sentences(y_true, y_pred):
     y_pred = _as_sentences(y_pred, "y_pred")
     if len(y_true) != len(y_pred):
         raise ValueError(
-            f"y_true has {len(y_true)} sentences but y_pred has {len(y_pred)}"
+            f"y_pred: has {len(y_pred)} sentences but y_true has {len(y_true)}"
         )
     if not y_true:
         raise ValueError("y_true and y_pred are empty: there is nothing to evaluate")
@@ -181,8 +150,8 @@ def _check_sentences(y_true, y_pred):
     for i, (true_sent, pred_sent) in enumerate(zip(y_true, y_pred)):
         if len(true_sent) != len(pred_sent):
             raise ValueError(
-                f"sentence {i} has {len(true_sent)} labels in y_true but "
-                f"{len(pred_sent)} labels in y_pred"
+                f"y_pred[{i}]: has {len(pred_sent)} labels but y_true[{i}] has "
+                f"{len(true_sent)}"
             )
         n_tokens += len(true_sent)
     if n_tokens == 0:

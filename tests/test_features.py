@@ -381,7 +381,7 @@ def test_parameter_errors():
     [
         ([], ["word"], ValueError, "X: contains no sentences"),
         ("a sentence", ["word"], TypeError,
-         "X: expected a sequence of sentences .*; got str"),
+         "X: expected a list of sentences .*; got str"),
         ([SENT, []], ["word"], ValueError, "X\\[1\\]: sentence is empty"),
         ([SENT, "abc"], ["word"], TypeError,
          "X\\[1\\]: expected a sequence of tokens; got str"),
@@ -654,7 +654,7 @@ def test_bool_parameters_are_refused():
 @pytest.mark.parametrize(
     "X, error, message",
     [
-        (None, TypeError, "X: expected a sequence of sentences .*; got NoneType"),
+        (None, TypeError, "X: expected a list of sentences .*; got None"),
         (3, TypeError, "got int"),
         ({("a",)}, TypeError, "got set"),
         ([{"a", "b"}], TypeError, "X\\[0\\]: expected a sequence of tokens; got set"),

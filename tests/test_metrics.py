@@ -295,13 +295,13 @@ ALL_METRICS = [
 def test_different_sentence_lengths(metric):
     y_true = [["O"], ["B-NP", "I-NP", "O"]]
     y_pred = [["O"], ["B-NP", "O"]]
-    with pytest.raises(ValueError, match=r"sentence 1 has 3 labels in y_true but 2 labels in y_pred"):
+    with pytest.raises(ValueError, match=r"y_pred\[1\]: has 2 labels but y_true\[1\] has 3"):
         metric(y_true, y_pred)
 
 
 @pytest.mark.parametrize("metric", ALL_METRICS)
 def test_different_number_of_sentences(metric):
-    with pytest.raises(ValueError, match="y_true has 2 sentences but y_pred has 1"):
+    with pytest.raises(ValueError, match="y_pred: has 1 sentences but y_true has 2"):
         metric([["O"], ["O"]], [["O"]])
 
 
@@ -316,11 +316,11 @@ def test_empty_input(metric, empty):
 @pytest.mark.parametrize(
     "bad, message",
     [
-        ("B-NP I-NP", "got a string"),
-        (["B-NP", "I-NP"], r"y_true\[0\] is a string"),
-        (np.array(["B-NP", "I-NP"]), "1-D array of labels"),
+        ("B-NP I-NP", "expected a list of label sequences; got str"),
+        (["B-NP", "I-NP"], r"y_true\[0\]: expected a sequence of labels; got str"),
+        (np.array(["B-NP", "I-NP"]), r"got ndarray of shape \(2,\); wrap a single sentence"),
         (5, "got int"),
-        ([["B-NP"], 5], r"y_true\[1\] is not a sequence"),
+        ([["B-NP"], 5], r"y_true\[1\]: expected a sequence of labels; got int"),
     ],
 )
 def test_not_a_list_of_sentences(metric, bad, message):
@@ -425,7 +425,7 @@ def test_scorers_in_cross_validate_and_grid_search():
 
 
 def test_scorer_reports_bad_predictions():
-    with pytest.raises(ValueError, match="sentence 0 has 3 labels in y_true but 2"):
+    with pytest.raises(ValueError, match=r"y_pred\[0\]: has 2 labels but y_true\[0\] has 3"):
         cross_val_score(
             TruncatingTagger(), X, Y, cv=KFold(2), scoring=chunk_f1_scorer, error_score="raise"
         )

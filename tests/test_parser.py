@@ -260,7 +260,7 @@ def test_parallel_inference_uses_threads_under_a_process_backend():
 def test_bad_input():
     X, trees = toy()
     parser = F1MaxMarginParser(max_iter=2)
-    with pytest.raises(ValueError, match=r"X\[1\] is an empty sentence"):
+    with pytest.raises(ValueError, match=r"X\[1\]: sentence is empty"):
         parser.fit([X[0], []], trees[:2])
     with pytest.raises(ValueError, match=r"y\[1\].*leaves"):
         parser.fit(X[:2], [trees[0], trees[0]])
@@ -268,14 +268,14 @@ def test_bad_input():
         parser.fit(X[:2], trees[:1])
     with pytest.raises(ValueError, match="mixing"):
         parser.fit([["a", ("b", "NN")]], trees[:1])
-    with pytest.raises(ValueError, match=r"y\[0\] must be a Tree"):
+    with pytest.raises(ValueError, match=r"y\[0\]: expected a Tree"):
         parser.fit(X[:1], ["(S (NN a))"])
     with pytest.raises(ValueError, match="max_length=3"):
         F1MaxMarginParser(max_length=3).fit(X, trees)
     parser = F1MaxMarginParser(max_iter=2, max_length=6).fit(X[:3], trees[:3])
-    with pytest.raises(ValueError, match=r"X\[1\] has 7 tokens, more than max_length=6"):
+    with pytest.raises(ValueError, match=r"X\[1\]: has 7 tokens, more than max_length=6"):
         parser.predict([["a"], ["a"] * 7])
-    with pytest.raises(ValueError, match=r"X\[0\] is an empty sentence"):
+    with pytest.raises(ValueError, match=r"X\[0\]: sentence is empty"):
         parser.predict([[]])
     with pytest.raises(ValueError, match="no sentences"):
         parser.predict([])
@@ -290,9 +290,9 @@ def test_bad_input_at_score_time_and_in_trees():
     parser = F1MaxMarginParser(max_iter=2).fit(X, trees)
     with pytest.raises(ValueError, match=r"y\[1\].*leaves.*X\[1\]"):
         parser.score(X[:2], [trees[0], trees[0]])
-    with pytest.raises(ValueError, match=r"X\[0\]\[1\] must be a word"):
+    with pytest.raises(ValueError, match=r"X\[0\]\[1\]: must be a word"):
         parser.predict([["the", float("nan")]])
-    with pytest.raises(ValueError, match=r"X\[0\]\[0\] must be a word"):
+    with pytest.raises(ValueError, match=r"X\[0\]\[0\]: must be a word"):
         parser.predict([[("the", 3)]])
     only_null = Tree.fromstring("(S (-NONE- *T*-1))")
     with pytest.raises(ValueError, match=r"y\[1\]"):
@@ -319,7 +319,7 @@ def test_trees_with_labels_or_words_that_are_not_strings():
         parser.score(X[:1], [bad_label])
     with pytest.raises(ValueError, match=r"y\[1\]: word b'dog'"):
         parser.score(X[:2], [trees[0], bad_word])
-    with pytest.raises(ValueError, match=r"y\[0\] must be a Tree; got int"):
+    with pytest.raises(ValueError, match=r"y\[0\]: expected a Tree; got int"):
         parser.score(X[:1], [3])
 
 
@@ -332,18 +332,18 @@ def test_tree_that_contains_itself_is_refused():
 
 
 @pytest.mark.parametrize("X, message", [
-    ("the dog barks", "X must be a list of token sequences; got str"),
-    (b"the dog", "X must be a list of token sequences; got bytes"),
-    ({"the": 1}, "X must be a list of token sequences; got dict"),
-    (None, "X must be a list of token sequences; got NoneType"),
-    (7, "X must be a list of token sequences; got int"),
+    ("the dog barks", "X: expected a list of token sequences; got str"),
+    (b"the dog", "X: expected a list of token sequences; got bytes"),
+    ({"the": 1}, "X: expected a list of token sequences; got dict"),
+    (None, "X: expected a list of token sequences; got None"),
+    (7, "X: expected a list of token sequences; got int"),
     ((s for s in [["a"]]), "got generator"),
-    ([], "X contains no sentences"),
-    (["the dog barks"], r"X\[0\] must be a sequence of tokens; got str"),
-    ([["a"], b"ab"], r"X\[1\] must be a sequence of tokens; got bytes"),
-    ([{"w": "a"}], r"X\[0\] must be a sequence of tokens; got dict"),
-    ([["a"], []], r"X\[1\] is an empty sentence"),
-    ([["a", ""], [3]], r"X\[1\]\[0\] must be a word"),
+    ([], "X: contains no sentences"),
+    (["the dog barks"], r"X\[0\]: expected a sequence of tokens; got str"),
+    ([["a"], b"ab"], r"X\[1\]: expected a sequence of tokens; got bytes"),
+    ([{"w": "a"}], r"X\[0\]: expected a sequence of tokens; got dict"),
+    ([["a"], []], r"X\[1\]: sentence is empty"),
+    ([["a", ""], [3]], r"X\[1\]\[0\]: must be a word"),
 ])
 def test_hostile_X_gets_a_clear_error(X, message):
     Xt, trees = toy()
@@ -370,7 +370,7 @@ def test_very_deep_unary_chain_is_refused_or_bounded():
     y = [Tree.fromstring("(S (DT a) (NN cat))"), _unary_chain_tree(1000)]
     y = [y[1], y[0]]
     for est in (F1MaxMarginParser(max_iter=2), PCFGParser()):
-        with pytest.raises(ValueError, match=r"y\[0\] has a chain of 1000 unary rules.*at most 50"):
+        with pytest.raises(ValueError, match=r"y\[0\]: has a chain of 1000 unary rules.*at most 50"):
             est.fit(X, y)
     with pytest.raises(ValueError, match="max_unary_chain"):
         PCFGParser(max_unary_chain=1000).fit(X, y)

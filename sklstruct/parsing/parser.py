@@ -22,6 +22,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._validation import InputTypeError, check_sentence, check_sentence_list, describe
 from ..features import SequenceVectorizer
 from ..qp import WorkingSetQP
 from .binarize import binarize, unbinarize
@@ -49,23 +50,20 @@ def check_sentences(X, name="X"):
     """Validate parser input: a list of non-empty token sequences, tokens all
     ``str`` or all ``(word, tag)`` pairs.  Returns (list of word lists,
     list of token lists, tagged flag)."""
-    if isinstance(X, (str, bytes, Tree, Mapping)) or not hasattr(X, "__len__"):
-        raise ValueError(f"{name} must be a list of token sequences; got {type(X).__name__}")
-    if len(X) == 0:
-        raise ValueError(f"{name} contains no sentences")
+    if isinstance(X, Tree):
+        raise InputTypeError(f"{name}: expected a list of token sequences; got a Tree")
+    X = check_sentence_list(X, name, "token sequences", item_ndim=1)
     words, tokens, tagged = [], [], None
     for i, sent in enumerate(X):
-        if isinstance(sent, (str, bytes, Tree, Mapping)) or not hasattr(sent, "__len__"):
-            raise ValueError(f"{name}[{i}] must be a sequence of tokens; got {type(sent).__name__}")
-        if len(sent) == 0:
-            raise ValueError(f"{name}[{i}] is an empty sentence (0 tokens)")
-        toks = list(sent)
+        if isinstance(sent, Tree):
+            raise InputTypeError(f"{name}[{i}]: expected a sequence of tokens; got a Tree")
+        toks = check_sentence(sent, f"{name}[{i}]", "tokens")
         for t, tok in enumerate(toks):
             is_pair = (isinstance(tok, (tuple, list)) and len(tok) == 2
                        and all(isinstance(s, str) for s in tok))
             if not (isinstance(tok, str) or is_pair):
-                raise ValueError(f"{name}[{i}][{t}] must be a word (str) or a (word, tag) pair; "
-                                 f"got {tok!r}")
+                raise InputTypeError(f"{name}[{i}][{t}]: must be a word (str) or a (word, tag) "
+                                     f"pair; got {describe(tok)}")
             if tagged is None:
                 tagged = is_pair
             elif tagged != is_pair:
@@ -80,7 +78,7 @@ def check_tree(tree, where):
     are all ``str`` and that does not contain itself (iterative: any depth;
     a subtree shared by several parents is walked once)."""
     if not isinstance(tree, Tree):
-        raise ValueError(f"{where} must be a Tree; got {type(tree).__name__}")
+        raise InputTypeError(f"{where}: expected a Tree; got {type(tree).__name__}")
     seen = set()
     stack = [tree]
     while stack:
@@ -184,7 +182,7 @@ class BaseParser(BaseEstimator):
     def _check_length(self, words, name="X"):
         for i, w in enumerate(words):
             if len(w) > self.max_length:
-                raise ValueError(f"{name}[{i}] has {len(w)} tokens, more than max_length="
+                raise ValueError(f"{name}[{i}]: has {len(w)} tokens, more than max_length="
                                  f"{self.max_length}; raise max_length to parse it")
 
     def _prepare(self, X, y):
@@ -208,7 +206,7 @@ class BaseParser(BaseEstimator):
         needed = max(chains)
         if self.max_unary_chain is None and needed > MAX_UNARY_CHAIN:
             i = int(np.argmax(chains))
-            raise ValueError(f"y[{i}] has a chain of {needed} unary rules over one span; "
+            raise ValueError(f"y[{i}]: has a chain of {needed} unary rules over one span; "
                              f"the parser supports at most {MAX_UNARY_CHAIN} (set "
                              f"max_unary_chain <= {MAX_UNARY_CHAIN} to train on it with "
                              "shorter chains, or fix the tree)")
