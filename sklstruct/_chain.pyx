@@ -21,6 +21,8 @@ learners share, so that no learner kernel needs another learner's:
   weights (:c:func:`decode_candidates`, Mancev & Todorovic eq. 12), in a
   per-pass :class:`Workspace`.
 """
+import os
+
 import numpy as np
 
 from libc.stdlib cimport malloc, free
@@ -29,9 +31,17 @@ from sklstruct._viterbi cimport add_hamming, compute_emission, kbest, kbest_allo
 #: The costs L(y^n, y), by name.
 COSTS = {"hamming": COST_HAMMING, "zero_one": COST_ZERO_ONE}
 
-# Allocations larger than this many bytes are refused up front with a clear
-# error rather than attempted (a size computed from hostile input could wrap).
-MAX_ALLOC_BYTES = 1 << 40
+def _physical_memory():
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 1 << 40
+
+
+# Scratch allocations larger than the machine's memory are refused up front
+# with a clear error rather than attempted (a size computed from hostile input
+# could also wrap around).
+MAX_ALLOC_BYTES = _physical_memory()
 
 
 def check_alloc(what, *factors):
@@ -42,8 +52,9 @@ def check_alloc(what, *factors):
     for f in factors:
         total *= int(f)
     if total > MAX_ALLOC_BYTES:
-        raise MemoryError(f"{what} would need {total} bytes; refusing to allocate "
-                          f"more than {MAX_ALLOC_BYTES}")
+        raise MemoryError(f"{what} would need {total / 2**30:.1f} GiB, more than this "
+                          f"machine's {MAX_ALLOC_BYTES / 2**30:.1f} GiB; use a smaller k or "
+                          "split long sentences")
     return total
 
 

@@ -24,9 +24,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._chain import COSTS, ChainWeights
-from .._validation import (MAX_C, MAX_K, check_classes, check_k, check_label_sequences)
+from .._validation import MAX_C, MAX_K, check_classes, check_k, check_label_sequences
 from .._viterbi import decode_corpus, kbest_decode
 from ..chain import as_stacked, pack_chain, unpack_chain
+from ._dual import DualState, dual_epoch
+from ._online import online_epoch
 
 
 def _kind(labels):
@@ -242,7 +244,6 @@ class OnlineLearner(ChainLearner):
     rule (``_update_params()["rule"]``, a function of ``learners/_online.pyx``)."""
 
     def _epoch(self, data, codes, order, rng):
-        from ._online import online_epoch
         mistakes, updates = online_epoch(data, codes, order, self._weights, k=int(self.k),
                                          **self._update_params())
         return {"mistakes": mistakes, "updates": updates}
@@ -288,7 +289,6 @@ class DualLearner(ChainLearner):
     }
 
     def _new_state(self, data, codes):
-        from ._dual import DualState
         if self.kappa >= self.C:
             raise ValueError(f"kappa={self.kappa} must be smaller than C={self.C}: no dual "
                              "variable could exceed kappa, so SMO would never take a step")
@@ -312,7 +312,6 @@ class DualLearner(ChainLearner):
                              "hold the costs of the old one); refit")
 
     def _epoch(self, data, codes, order, rng):
-        from ._dual import dual_epoch
         params = self._update_params()
         if params.get("n_reprocess", 0) > 0:
             # the random picks of support patterns, drawn after the order so
