@@ -258,3 +258,20 @@ def test_fuzz_tagger_api(name, calls):
         except (ValueError, TypeError, NotFittedError) as exc:
             assert str(exc)
         check_consistent(model)
+
+
+@pytest.mark.parametrize("cls", TAGGER_CLASSES)
+def test_interrupted_continued_training_keeps_consistent_public_weights(cls, monkeypatch):
+    X, y = data()
+    model = cls(max_iter=1, random_state=0, warm_start=True).fit(X, y)
+    coef = model.coef_.copy()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cls, "_epoch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(X, y)
+    np.testing.assert_array_equal(model.coef_, coef)
+    assert model.n_iter_ == 1
+    monkeypatch.undo()
+    check_consistent(model)

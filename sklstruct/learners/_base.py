@@ -204,11 +204,14 @@ class ChainLearner(ChainTagger):
                     print(self._describe(record), flush=True)
             self._publish()
         except BaseException:
-            # a fresh start is undone whole; continued training fails before
-            # its first update (validation, allocation) or keeps the published
-            # weights of the last good fit when it diverges
-            self.__dict__.clear()
-            self.__dict__.update(saved)
+            # A fresh start is undone whole.  Continued training fails before
+            # its first update (validation, allocation), or, interrupted or
+            # diverging, keeps the public weights of the last completed call
+            # (same shapes as classes_ and n_features_in_) while history_ and
+            # n_iter_ count the epochs that ran.
+            if not continuing:
+                self.__dict__.clear()
+                self.__dict__.update(saved)
             raise
         return self
 
