@@ -514,6 +514,42 @@ cdef void _prune(WSet* s) noexcept nogil:
         j -= 1
 
 
+cdef struct Visit:
+    # what every operation of a pass needs beyond the example
+    Corpus* X
+    Weights* w
+    Py_ssize_t k
+    int cost
+    Py_ssize_t max_size
+    double tol
+    double kappa
+    Py_ssize_t max_steps
+    bint prune
+    double* trace
+    Py_ssize_t* n_trace
+    Py_ssize_t trace_cap
+
+
+cdef Py_ssize_t _visit(DualState st, Py_ssize_t n, bint add, bint support_only, Workspace ws,
+                       _DualWork dw, Visit* v, bint* mistake) noexcept nogil:
+    """One operation on example n: with ``add``, S_n += its k loss-augmented
+    best sequences (kBV-ProcessNew / kBV-ProcessOld); then SMO on S_n
+    (``support_only``: kBV-Optimize), LaRank's pruning, and the bookkeeping of
+    support patterns.  Returns the SMO steps, or -1 if memory ran out."""
+    cdef Py_ssize_t steps, row0 = v.X.offsets[n]
+    if add and add_candidates(st, n, ws, v.X, row0, v.w, v.k, v.cost, v.max_size,
+                              mistake) < 0:
+        return -1
+    steps = smo_example(st, n, v.X, row0, v.w, dw, v.tol, v.kappa, v.max_steps, v.trace,
+                        v.n_trace, v.trace_cap, support_only)
+    if steps < 0:
+        return -1
+    if v.prune:
+        _prune(&st.sets[n])
+    st._set_pattern(n)
+    return steps
+
+
 def dual_epoch(DualState st, ChainData data, const long long[::1] order,
                ChainWeights weights, Py_ssize_t k, int cost=COST_HAMMING, double tol=1e-6,
                double kappa=0.0, Py_ssize_t max_smo_steps=1000, Py_ssize_t n_reprocess=0,
@@ -550,54 +586,49 @@ def dual_epoch(DualState st, ChainData data, const long long[::1] order,
     cdef Workspace ws = Workspace(data, weights.n_labels, candidates_needed(k, True, cost), 1)
     cdef _DualWork dw = _DualWork(diff_capacity(data.max_nnz, data.max_T))
     cdef Weights* w = weights.bind()
-    cdef Corpus* X = &data.c
-    cdef const long long* offsets = data.c.offsets
     cdef long long n_mistakes = 0, n_steps = 0
     cdef bint mistake, failed = False
-    cdef Py_ssize_t n_trace = 0, trace_cap = 0
-    cdef double* trace_ptr = NULL
+    cdef Py_ssize_t n_trace = 0
+    cdef Visit v
+    v.X = &data.c
+    v.w = w
+    v.k = k
+    v.cost = cost
+    v.max_size = max_size
+    v.tol = tol
+    v.kappa = kappa
+    v.max_steps = max_smo_steps
+    v.prune = prune
+    v.trace = NULL
+    v.n_trace = &n_trace
+    v.trace_cap = 0
     if trace is not None and trace.shape[0] > 0:
-        trace_ptr = &trace[0]
-        trace_cap = trace.shape[0]
+        v.trace = &trace[0]
+        v.trace_cap = trace.shape[0]
     with nogil:
         for i in range(N):
             n = order[i]
             # kBV-ProcessNew
-            if add_candidates(st, n, ws, X, offsets[n], w, k, cost, max_size, &mistake) < 0:
-                failed = True
-                break
-            n_mistakes += mistake
-            steps = smo_example(st, n, X, offsets[n], w, dw, tol, kappa, max_smo_steps,
-                                trace_ptr, &n_trace, trace_cap)
+            steps = _visit(st, n, True, False, ws, dw, &v, &mistake)
             if steps < 0:
                 failed = True
                 break
+            n_mistakes += mistake
             n_steps += steps
-            if prune:
-                _prune(&st.sets[n])
-            st._set_pattern(n)
             w.n_seen += 1
             for r in range(n_reprocess):
-                # kBV-Reprocess: kBV-ProcessOld, then n_optimize x kBV-Optimize
+                # kBV-Reprocess: kBV-ProcessOld (o == 0: new sequences may get
+                # mass), then n_optimize x kBV-Optimize (o > 0: mass moves only
+                # among the non-zero coefficients)
                 for o in range(n_optimize + 1):
                     p = st._random_pattern()
                     if p < 0:
                         break
-                    if o == 0 and add_candidates(st, p, ws, X, offsets[p], w, k, cost,
-                                                 max_size, &mistake) < 0:
-                        failed = True
-                        break
-                    # kBV-ProcessOld (o == 0) may give mass to its new sequences;
-                    # kBV-Optimize (o > 0) only moves it among the non-zero ones
-                    steps = smo_example(st, p, X, offsets[p], w, dw, tol, kappa,
-                                        max_smo_steps, trace_ptr, &n_trace, trace_cap, o > 0)
+                    steps = _visit(st, p, o == 0, o > 0, ws, dw, &v, &mistake)
                     if steps < 0:
                         failed = True
                         break
                     n_steps += steps
-                    if prune:
-                        _prune(&st.sets[p])
-                    st._set_pattern(p)
                 if failed:
                     break
             if failed:
