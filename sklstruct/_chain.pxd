@@ -70,7 +70,9 @@ cdef class Workspace:
     cdef int* paths              # (K, max_T) candidates, best first
     cdef double* scores
     cdef int* y_hat
-    cdef int* tmp
+    cdef int* tmp                # (max_T) labels: a sequence being edited
+    cdef double* tv              # (max_T) per-position values (template margins)
+    cdef double* tg              # (max_T) per-position weights (template gammas)
     cdef Diff* diffs
     cdef Py_ssize_t n_diffs
     cdef KeyTable table
@@ -86,6 +88,7 @@ cdef void add_difference(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* go
                          const int* path, Weights* w, double step) noexcept nogil
 cdef bint same_path(const int* a, const int* b, Py_ssize_t T) noexcept nogil
 cdef Py_ssize_t diff_capacity(Py_ssize_t nnz, Py_ssize_t T) noexcept nogil
+cdef Py_ssize_t template_capacity(Py_ssize_t nnz, Py_ssize_t T) noexcept nogil
 cdef void build_diff(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
                      const int* path, Weights* w, Diff* d) noexcept nogil
 cdef int table_init(KeyTable* h, Py_ssize_t capacity) noexcept nogil
@@ -97,6 +100,7 @@ cdef void table_clear(KeyTable* h) noexcept nogil
 cdef double diff_sqnorm(KeyTable* h, Diff* d) noexcept nogil
 cdef void gram(KeyTable* h, Diff* diffs, Py_ssize_t m, double* G) noexcept nogil
 cdef void apply_diff(Diff* d, Weights* w, double step) noexcept nogil
+cdef double diff_margin(Diff* d, Weights* w) noexcept nogil
 cdef double cost_of(const int* gold, const int* path, Py_ssize_t T, int cost) noexcept nogil
 cdef Py_ssize_t decode_candidates(Workspace ws, Corpus* X, Py_ssize_t row0, Py_ssize_t T,
                                   const int* gold, Weights* w, Py_ssize_t k, bint augmented,

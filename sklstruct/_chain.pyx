@@ -263,6 +263,13 @@ cdef Py_ssize_t diff_capacity(Py_ssize_t nnz, Py_ssize_t T) noexcept nogil:
     return 2 * nnz + 2 * (T + 1)
 
 
+cdef Py_ssize_t template_capacity(Py_ssize_t nnz, Py_ssize_t T) noexcept nogil:
+    """Entries the sum of the single-position differences dF(m^J), J = {i},
+    of a sentence may need: per position two per feature, and at most eight
+    for its two transitions and the start or end label."""
+    return 2 * nnz + 8 * T + 2
+
+
 cdef inline Py_ssize_t _put(Entry* e, Py_ssize_t m, long long key, double val) noexcept nogil:
     e[m].key = key
     e[m].val = val
@@ -411,6 +418,20 @@ cdef void apply_diff(Diff* d, Weights* w, double step) noexcept nogil:
             _add(w.P, w.P_sum, key - w.chain_base, step * v, ss * v)
 
 
+cdef double diff_margin(Diff* d, Weights* w) noexcept nogil:
+    """w . dF, from the entries of dF (repeated keys add up, so it is exact)."""
+    cdef Py_ssize_t i
+    cdef long long key
+    cdef double s = 0.0
+    for i in range(d.n):
+        key = d.e[i].key
+        if key < w.chain_base:
+            s += d.e[i].val * w.W[key]
+        else:
+            s += d.e[i].val * w.P[key - w.chain_base]
+    return s
+
+
 cdef double cost_of(const int* gold, const int* path, Py_ssize_t T, int cost) noexcept nogil:
     """L(gold, path): Hamming distance or 0/1 loss."""
     cdef Py_ssize_t t, h = 0
@@ -491,11 +512,16 @@ cdef class Workspace:
     n_diffs : int
         Joint-feature differences held at once (and the size of their Gram
         matrix, ``G``, and of ``ell``, ``alpha``, ``grad``).
+    templates : bool, default=False
+        Size each difference for a sum of single-position differences
+        (:c:func:`template_capacity`) rather than one full one.
     """
 
-    def __cinit__(self, ChainData data, Py_ssize_t L, Py_ssize_t K, Py_ssize_t n_diffs):
+    def __cinit__(self, ChainData data, Py_ssize_t L, Py_ssize_t K, Py_ssize_t n_diffs,
+                  bint templates=False):
         cdef Py_ssize_t i, max_T = max(data.max_T, 1)
-        cdef Py_ssize_t cap = diff_capacity(data.max_nnz, max_T)
+        cdef Py_ssize_t cap = (template_capacity(data.max_nnz, max_T) if templates
+                               else diff_capacity(data.max_nnz, max_T))
         self.n_diffs = n_diffs
         self.diffs = NULL
         self.table.keys = NULL
@@ -511,6 +537,8 @@ cdef class Workspace:
         self.scores = <double*>malloc(K * sizeof(double))
         self.y_hat = <int*>malloc(max_T * sizeof(int))
         self.tmp = <int*>malloc(max_T * sizeof(int))
+        self.tv = <double*>malloc(max_T * sizeof(double))
+        self.tg = <double*>malloc(max_T * sizeof(double))
         self.G = <double*>malloc(n_diffs * n_diffs * sizeof(double))
         self.ell = <double*>malloc(n_diffs * sizeof(double))
         self.alpha = <double*>malloc(n_diffs * sizeof(double))
@@ -528,6 +556,7 @@ cdef class Workspace:
                     raise MemoryError()
         if (self.E == NULL or self.paths == NULL
                 or self.scores == NULL or self.y_hat == NULL or self.tmp == NULL
+                or self.tv == NULL or self.tg == NULL
                 or self.G == NULL or self.ell == NULL or self.alpha == NULL
                 or self.grad == NULL or self.diffs == NULL):
             raise MemoryError()
@@ -536,7 +565,8 @@ cdef class Workspace:
         cdef Py_ssize_t i
         free(self.E); free(self.paths); free(self.scores)
         kbest_free(&self.kb)
-        free(self.y_hat); free(self.tmp); free(self.G); free(self.ell)
+        free(self.y_hat); free(self.tmp); free(self.tv); free(self.tg)
+        free(self.G); free(self.ell)
         free(self.alpha); free(self.grad)
         table_free(&self.table)
         if self.diffs != NULL:

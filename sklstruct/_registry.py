@@ -8,6 +8,8 @@ from .learners.mira import KBestMIRATagger
 from .learners.passive_aggressive import PassiveAggressiveTagger
 from .learners.perceptron import StructuredPerceptronTagger
 from .learners.sdm import SDMTagger
+from .learners.swvm import SWVMTagger
+from .learners.swvp import SWVPTagger
 from .parsing import F1MaxMarginParser, PCFGParser
 
 #: The sequence taggers, by the short name the command line uses.
@@ -17,6 +19,8 @@ TAGGERS = {
     "mira": KBestMIRATagger,
     "sdm": SDMTagger,
     "larank": LaRankTagger,
+    "swvp": SWVPTagger,
+    "swvm": SWVMTagger,
 }
 
 #: The constituency parsers, by short name.

@@ -53,3 +53,15 @@ def test_conll2000_subset_dual_learners(conll2000_subset, model, floor):
     report = chunk_report(y_test, model.predict(vec.transform(X_test)))
     assert report.f1 >= floor, str(report)
     assert 0 < model.n_support_ <= model._dual.n_sequences
+
+
+@pytest.mark.parametrize("name", ["swvp", "swvm"])
+def test_conll2000_subset_weighted_violations(conll2000_subset, name):
+    from sklstruct import SWVMTagger, SWVPTagger
+    X_train, y_train, X_test, y_test = conll2000_subset
+    vec = feature_set("chunking")
+    model = {"swvp": SWVPTagger(max_iter=5, random_state=0),
+             "swvm": SWVMTagger(k=3, C=0.1, max_iter=5, random_state=0)}[name]
+    model.fit(vec.fit_transform(X_train), y_train)
+    report = chunk_report(y_test, model.predict(vec.transform(X_test)))
+    assert report.f1 >= 0.90, str(report)

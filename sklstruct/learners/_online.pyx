@@ -11,12 +11,25 @@ the previous update (Algorithm 4).  Updates are sparse and lazily averaged
 An update rule is a ``cdef`` function of the type ``UpdateRule``; adding a
 learner means writing one and naming it in ``_rule``.
 """
-from sklstruct._chain cimport (ChainData, ChainWeights, Corpus, Weights, Workspace,
+from libc.math cimport exp
+
+from sklstruct._chain cimport (ChainData, ChainWeights, Corpus, Diff, Weights, Workspace,
                                COST_HAMMING, add_difference, apply_diff, build_diff,
-                               candidates_needed, cost_of, decode_candidates, diff_sqnorm,
-                               gram, margin, same_path)
+                               candidates_needed, cost_of, decode_candidates, diff_margin,
+                               diff_sqnorm, gram, margin, same_path)
 from sklstruct._qp cimport DenseGram, SimplexQP, dense_column, simplex_smo
 from sklstruct._viterbi cimport compute_emission, viterbi
+
+
+cdef enum:
+    GAMMA_UNIFORM = 0        # SETGAMMA of Ringel, Dror & Reichart, section 3
+    GAMMA_WM = 1             # weighted margin (Dror & Reichart 2016)
+    GAMMA_SOFTMIN = 2
+    GAMMA_OPTIMIZATION = 3
+
+#: The SETGAMMA functions of SWVP and SWVM, by name.
+GAMMAS = {"uniform": GAMMA_UNIFORM, "wm": GAMMA_WM, "softmin": GAMMA_SOFTMIN,
+          "optimization": GAMMA_OPTIMIZATION}
 
 
 cdef struct Example:
@@ -33,6 +46,8 @@ cdef struct Params:
     double tol               # MIRA's KKT tolerance
     Py_ssize_t max_steps     # MIRA's SMO step cap
     bint augment             # PA, RPA, MIRA: loss-augmented candidates (eq. 12)
+    int gamma                # SWVP, SWVM: the SETGAMMA function (GAMMAS)
+    bint aggressive          # SWVP, SWVM: drop non-violating templates first
 
 
 # An update rule: learn from one example; returns the number of sequences that
@@ -45,6 +60,14 @@ cdef long long perceptron_update(Example* ex, Workspace ws, Weights* w, Params* 
                                  bint* mistake) noexcept nogil:
     """k-best perceptron (Mancev & Todorovic eq. 36): for each of the k best
     sequences y by score, w += dF(y) when w . dF(y) <= 0."""
+    return _violation_steps(ex, ws, w, p, mistake, False)
+
+
+cdef long long _violation_steps(Example* ex, Workspace ws, Weights* w, Params* p,
+                                bint* mistake, bint weighted) noexcept nogil:
+    """For each of the k best sequences y by score that violates
+    (w . dF(y) <= 0, with the weights left by the previous step): w += dF(y),
+    or with ``weighted`` the SWVP difference of :c:func:`weighted_violation`."""
     cdef Py_ssize_t j, n, T = ex.T
     cdef long long updates = 0
     cdef int* path
@@ -52,9 +75,14 @@ cdef long long perceptron_update(Example* ex, Workspace ws, Weights* w, Params* 
     mistake[0] = not same_path(ws.paths, ex.gold, T)
     for j in range(n):
         path = ws.paths + j * T
-        if not same_path(path, ex.gold, T) and margin(ex.X, ex.row0, T, ex.gold, path, w) <= 0.0:
+        if same_path(path, ex.gold, T) or margin(ex.X, ex.row0, T, ex.gold, path, w) > 0.0:
+            continue
+        if weighted:
+            weighted_violation(ex, ws, w, p, path, &ws.diffs[0])
+            apply_diff(&ws.diffs[0], w, 1.0)
+        else:
             add_difference(ex.X, ex.row0, T, ex.gold, path, w, 1.0)
-            updates += 1
+        updates += 1
     return updates
 
 
@@ -111,32 +139,20 @@ cdef long long rpa_update(Example* ex, Workspace ws, Weights* w, Params* p,
     return _pa_steps(ex, ws, w, p, mistake, True)
 
 
-cdef long long mira_update(Example* ex, Workspace ws, Weights* w, Params* p,
-                           bint* mistake) noexcept nogil:
-    """k-best MIRA (section 4.1): the QP  min 1/2||w' - w||^2 + C xi  s.t.
-    w' . dF(y) >= L(y^n, y) - xi  over the non-gold candidates, in its dual
-    over a = (slack, a_y) on the simplex sum(a) = C (variable 0 is the gold
-    sequence: dF = 0, cost 0), solved by the shared SMO (sklstruct._qp);
-    then w += sum_y a_y dF(y)."""
-    cdef Py_ssize_t j, a, n, m = 1, T = ex.T
+cdef long long _mira_step(Workspace ws, Weights* w, Params* p, Py_ssize_t m) noexcept nogil:
+    """The MIRA QP over diffs 1..m-1 of ``ws`` with costs minus margins in
+    ``ws.ell``: min 1/2||w' - w||^2 + C xi  s.t.  w' . D_j >= ell_j - xi,
+    in its dual over a = (slack, a_j) on the simplex sum(a) = C (variable 0
+    is the gold sequence: D = 0, cost 0), solved by the shared SMO
+    (sklstruct._qp); then w += sum_j a_j D_j.  Returns the D_j applied."""
+    cdef Py_ssize_t a
     cdef long long updates = 0
-    cdef int* path
     cdef DenseGram dense
     cdef SimplexQP qp
     cdef double gain = 0.0
-    n = decode_candidates(ws, ex.X, ex.row0, T, ex.gold, w, p.k, p.augment, p.cost)
-    mistake[0] = not same_path(ws.paths, ex.gold, T)
-    ws.diffs[0].n = 0
-    for j in range(n):
-        path = ws.paths + j * T
-        if same_path(path, ex.gold, T):
-            continue
-        build_diff(ex.X, ex.row0, T, ex.gold, path, w, &ws.diffs[m])
-        ws.ell[m] = cost_of(ex.gold, path, T, p.cost) - margin(ex.X, ex.row0, T, ex.gold,
-                                                               path, w)
-        m += 1
     if m == 1:
         return 0
+    ws.diffs[0].n = 0
     gram(&ws.table, ws.diffs, m, ws.G)
     ws.ell[0] = 0.0
     for a in range(m):
@@ -158,6 +174,135 @@ cdef long long mira_update(Example* ex, Workspace ws, Weights* w, Params* p,
     return updates
 
 
+cdef long long mira_update(Example* ex, Workspace ws, Weights* w, Params* p,
+                           bint* mistake) noexcept nogil:
+    """k-best MIRA (Mancev & Todorovic, section 4.1): the MIRA QP over the
+    k (loss-augmented) best non-gold sequences, D_y = dF(y)."""
+    return _mira_step(ws, w, p, _constraints(ex, ws, w, p, mistake, False))
+
+
+cdef Py_ssize_t _constraints(Example* ex, Workspace ws, Weights* w, Params* p, bint* mistake,
+                             bint weighted) noexcept nogil:
+    """The MIRA constraints of one example into ws.diffs[1:] and ws.ell[1:]:
+    for each of the k best non-gold sequences y, D_y = dF(y) (or, with
+    ``weighted``, the SWVM difference of :c:func:`weighted_violation`) and
+    ell_y = L(y^n, y) - w . D_y.  Returns 1 + the number of constraints."""
+    cdef Py_ssize_t j, n, m = 1, T = ex.T
+    cdef int* path
+    n = decode_candidates(ws, ex.X, ex.row0, T, ex.gold, w, p.k, p.augment, p.cost)
+    mistake[0] = not same_path(ws.paths, ex.gold, T)
+    for j in range(n):
+        path = ws.paths + j * T
+        if same_path(path, ex.gold, T):
+            continue
+        if weighted:
+            weighted_violation(ex, ws, w, p, path, &ws.diffs[m])
+            ws.ell[m] = cost_of(ex.gold, path, T, p.cost) - diff_margin(&ws.diffs[m], w)
+        else:
+            build_diff(ex.X, ex.row0, T, ex.gold, path, w, &ws.diffs[m])
+            ws.ell[m] = cost_of(ex.gold, path, T, p.cost) - margin(ex.X, ex.row0, T,
+                                                                   ex.gold, path, w)
+        m += 1
+    return m
+
+
+# ---------------------------------------------------------------------------
+# Structured weighted violations (Dror & Reichart 2016; Ringel, Dror & Reichart)
+# ---------------------------------------------------------------------------
+
+cdef Py_ssize_t weighted_violation(Example* ex, Workspace ws, Weights* w, Params* p,
+                                   const int* ystar, Diff* out) noexcept nogil:
+    """D = sum_J gamma(m^J) dF(x, y, m^J) over the single-position templates
+    J = {i}, i where ystar differs from gold (m^J: gold with position i from
+    ystar), into ``out``; returns the number of templates with gamma > 0.
+
+    The template margins v_J = w . dF(m^J) are exact; SETGAMMA (section 3):
+    uniform 1/|JJ|; wm |min(v_J, 0)| / sum |min(v_j, 0)|; softmin
+    exp(-v_J) / sum exp(-v_j), computed from v - min v so it cannot
+    overflow; optimization: the linear program  max_gamma w . sum gamma_J
+    Phi(x, m^J)  s.t. the simplex and  w . sum gamma_J dF_J <= 0, i.e.
+    min sum gamma_J v_J, whose optimum is the vertex at argmin v_J (first on
+    ties); it is feasible iff min v_J <= 0.  ``aggressive`` drops the
+    templates with v_J > 0 first.  When no template is left (aggressive and
+    none violates), or wm / optimization have no violation to weigh, D is
+    the full difference dF(x, y, ystar) (the template of all differing
+    positions, gamma = 1), which violates whenever ystar scores at least
+    the gold sequence, so the two conditions of Dror & Reichart hold."""
+    cdef Py_ssize_t i, t, n_J = 0, n_used = 0, T = ex.T
+    cdef double vmin = 0.0, total = 0.0, g
+    cdef int* m = ws.tmp
+    cdef Diff one
+    for t in range(T):
+        m[t] = ex.gold[t]
+    # template margins
+    for t in range(T):
+        if ystar[t] == ex.gold[t]:
+            continue
+        m[t] = ystar[t]
+        build_diff(ex.X, ex.row0, T, ex.gold, m, w, out)
+        m[t] = ex.gold[t]
+        ws.tv[t] = diff_margin(out, w)
+        if p.aggressive and ws.tv[t] > 0.0:
+            ws.tg[t] = -1.0                    # dropped
+            continue
+        ws.tg[t] = 0.0
+        if n_J == 0 or ws.tv[t] < vmin:
+            vmin = ws.tv[t]
+        n_J += 1
+    out.n = 0
+    if n_J == 0 or (vmin > 0.0 and (p.gamma == GAMMA_WM or p.gamma == GAMMA_OPTIMIZATION)):
+        build_diff(ex.X, ex.row0, T, ex.gold, ystar, w, out)
+        return 1
+    # the weights of the templates kept (tg >= 0 marks them)
+    for t in range(T):
+        if ystar[t] == ex.gold[t] or ws.tg[t] < 0.0:
+            continue
+        if p.gamma == GAMMA_UNIFORM:
+            g = 1.0
+        elif p.gamma == GAMMA_WM:
+            g = -ws.tv[t] if ws.tv[t] < 0.0 else 0.0
+        elif p.gamma == GAMMA_SOFTMIN:
+            g = exp(-(ws.tv[t] - vmin))
+        else:
+            g = 1.0 if ws.tv[t] == vmin and total == 0.0 else 0.0
+        ws.tg[t] = g
+        total += g
+    if not total > 0.0:          # wm with no strict violation (all v_J = 0)
+        build_diff(ex.X, ex.row0, T, ex.gold, ystar, w, out)
+        return 1
+    # D = sum gamma_J dF_J, each template's entries appended, scaled
+    for t in range(T):
+        if ystar[t] == ex.gold[t] or ws.tg[t] <= 0.0:
+            continue
+        g = ws.tg[t] / total
+        ws.tg[t] = g
+        m[t] = ystar[t]
+        one.e = out.e + out.n
+        build_diff(ex.X, ex.row0, T, ex.gold, m, w, &one)
+        m[t] = ex.gold[t]
+        for i in range(one.n):
+            one.e[i].val *= g
+        out.n += one.n
+        n_used += 1
+    return n_used
+
+
+cdef long long swvp_update(Example* ex, Workspace ws, Weights* w, Params* p,
+                           bint* mistake) noexcept nogil:
+    """SWVP (Dror & Reichart 2016, Algorithm 1 of Ringel, Dror & Reichart):
+    for each of the k best sequences y* by score that violates
+    (w . dF(y*) <= 0; k = 1: the argmax), w += sum_J gamma(m^J) dF(m^J)."""
+    return _violation_steps(ex, ws, w, p, mistake, True)
+
+
+cdef long long swvm_update(Example* ex, Workspace ws, Weights* w, Params* p,
+                           bint* mistake) noexcept nogil:
+    """SWVM (Ringel, Dror & Reichart, Figure 1): the MIRA QP whose constraint
+    for each of the k best non-gold sequences y* by score uses
+    D = sum_J gamma(m^J) dF(m^J):  w' . D >= L(y, y*) - xi."""
+    return _mira_step(ws, w, p, _constraints(ex, ws, w, p, mistake, True))
+
+
 cdef UpdateRule _rule(str name) except NULL:
     if name == "perceptron":
         return perceptron_update
@@ -167,17 +312,21 @@ cdef UpdateRule _rule(str name) except NULL:
         return rpa_update
     if name == "mira":
         return mira_update
+    if name == "swvp":
+        return swvp_update
+    if name == "swvm":
+        return swvm_update
     raise ValueError(f"unknown update rule {name!r}")
 
 
 #: How many joint-feature differences each rule holds at once, beyond k.
-_EXTRA_DIFFS = {"perceptron": 0, "pa": 0, "rpa": 0, "mira": 1}
+_EXTRA_DIFFS = {"perceptron": 0, "pa": 0, "rpa": 0, "mira": 1, "swvp": 0, "swvm": 1}
 
 
 def online_epoch(ChainData data, const int[::1] y, const long long[::1] order,
                  ChainWeights weights, str rule, Py_ssize_t k, double C=1.0,
                  int cost=COST_HAMMING, double tol=1e-6, Py_ssize_t max_smo_steps=1000,
-                 bint augment=True):
+                 bint augment=True, str gamma="uniform", bint aggressive=True):
     """Run one epoch of an online learner (callers validate all arguments).
 
     Parameters
@@ -186,14 +335,16 @@ def online_epoch(ChainData data, const int[::1] y, const long long[::1] order,
     y : int32 array, one encoded gold label per row
     order : int64 array, the sentence indices to visit, in order
     weights : ChainWeights, updated in place (its averaging clock too)
-    rule : "perceptron" (eq. 36), "pa" (eqs. 24-25), "rpa" (eqs. 27-28) or
-        "mira" (section 4.1)
+    rule : "perceptron" (eq. 36), "pa" (eqs. 24-25), "rpa" (eqs. 27-28),
+        "mira" (section 4.1), "swvp" or "swvm" (Ringel, Dror & Reichart)
     k : number of best sequences per example
     C : the step cap (pa, rpa) or the slack weight (mira)
     cost : COSTS code of L(y^n, y)
     tol, max_smo_steps : the MIRA solver's KKT tolerance and step limit
     augment : pa, rpa and mira use the loss-augmented k best (eq. 12); False:
         the k best by score (prediction-based updates)
+    gamma, aggressive : swvp and swvm: the SETGAMMA function (GAMMAS) and
+        whether non-violating templates are dropped first
 
     Returns
     -------
@@ -207,9 +358,14 @@ def online_epoch(ChainData data, const int[::1] y, const long long[::1] order,
     p.cost = cost
     p.tol = tol
     p.max_steps = max_smo_steps
-    p.augment = augment and rule != "perceptron"
+    p.augment = augment and rule not in ("perceptron", "swvp", "swvm")
+    if gamma not in GAMMAS:
+        raise ValueError(f"unknown gamma {gamma!r}")
+    p.gamma = GAMMAS[gamma]
+    p.aggressive = aggressive
     cdef Py_ssize_t K = candidates_needed(k, p.augment, cost)
-    cdef Workspace ws = Workspace(data, weights.n_labels, K, 1 + _EXTRA_DIFFS[rule] * K)
+    cdef Workspace ws = Workspace(data, weights.n_labels, K, 1 + _EXTRA_DIFFS[rule] * K,
+                                  rule in ("swvp", "swvm"))
     cdef Weights* w = weights.bind()
     cdef Example ex
     cdef Py_ssize_t i, s, n_sent = order.shape[0]
