@@ -876,7 +876,18 @@ _CHUNKING = (
     "pos[-2]|pos[-1]", "pos[-1]|pos", "pos|pos[+1]", "pos[+1]|pos[+2]",
     "pos[-2]|pos[-1]|pos", "pos[-1]|pos|pos[+1]", "pos|pos[+1]|pos[+2]",
 )
-_FEATURE_SETS = {"S1": _S1, "S2": _S2, "S3": _S2, "chunking": _CHUNKING}
+#: Ringel, Dror & Reichart, "The Structured Weighted Violation MIRA",
+#: Appendix B: words w and POS tags t at offsets -1..+1 (6 unigrams), 9 bigrams
+#: and 4 trigrams of them (tokens need a POS column).  Used with ``window=0``;
+#: the label trigrams of their chain come from the model, not from here.
+_SWVM = (
+    "word", "word[-1]", "word[+1]", "pos", "pos[-1]", "pos[+1]",
+    "word|word[-1]", "word|word[+1]", "word[-1]|word[+1]",
+    "pos|pos[-1]", "pos|pos[+1]", "pos[-1]|pos[+1]",
+    "word|pos[-1]", "word|pos", "word|pos[+1]",
+    "pos[-1]|pos|pos[+1]", "word|pos|pos[+1]", "word|pos[-1]|pos[+1]", "word|pos|pos[-1]",
+)
+_FEATURE_SETS = {"S1": _S1, "S2": _S2, "S3": _S2, "chunking": _CHUNKING, "swvm": _SWVM}
 
 
 def feature_set(name, window=1, **kwargs):
@@ -898,17 +909,21 @@ def feature_set(name, window=1, **kwargs):
     and ``chunking``, the templates of CRFsuite's CoNLL-2000 chunking example
     (a bias, words and POS tags at offsets -2..+2, the word bigrams and POS
     bigrams and trigrams around the current token; needs a POS column), the
-    default of the command line and of the CoNLL-2000 benchmark.
+    default of the command line and of the CoNLL-2000 benchmark; and
+    ``swvm``, the 19 templates of Appendix B of Ringel, Dror & Reichart, "The
+    Structured Weighted Violation MIRA" (words and POS tags at offsets
+    -1..+1, 9 bigrams and 4 trigrams of them; needs a POS column).
 
     Parameters
     ----------
-    name : {"S1", "S2", "S3", "chunking"}
+    name : {"S1", "S2", "S3", "chunking", "swvm"}
         Feature set.
     window : int, default=1
         Half-width of the S3 window: the paper's window of size ``w`` is
         ``window = (w - 1) // 2`` (``w = 3``: previous, current and next
         word).  Ignored by S1 and S2, which describe the current word only,
-        and by ``chunking``, whose window is 2.
+        by ``chunking``, whose window is 2, and by ``swvm``, whose offsets
+        are explicit.
     **kwargs
         Other parameters of :class:`SequenceVectorizer` (``min_freq``,
         ``hashing``, ``n_features``).

@@ -800,3 +800,17 @@ def test_different_tokens_never_share_a_conjunction(X):
                 template = name.split("=", 1)[0]
                 if template in values:
                     assert seen.setdefault(name, values[template]) == values[template]
+
+
+def test_swvm_feature_set_is_appendix_b():
+    """Ringel, Dror & Reichart, Appendix B: 6 unigram, 9 bigram and 4 trigram
+    templates over words and POS tags at offsets -1..+1."""
+    vec = feature_set("swvm")
+    assert vec.window == 0 and len(vec.templates) == 19
+    arity = [t.count("|") + 1 for t in vec.templates]
+    assert (arity.count(1), arity.count(2), arity.count(3)) == (6, 9, 4)
+    X = [[("The", "DT"), ("dog", "NN"), ("barks", "VBZ")]]
+    Xt = vec.fit_transform(X)
+    # every template fires on the middle token; at the edges those that
+    # need a missing neighbour do not (or fire on the boundary marker)
+    assert Xt[0][1].nnz == 19
