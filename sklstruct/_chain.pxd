@@ -21,12 +21,14 @@ cdef struct Corpus:
 
 
 cdef struct Weights:
-    # w = (W, P) in the layout of _viterbi: W (F, L), P (L + 2, L)
+    # w = (W, P) in the layout of _viterbi: W (F, L), P (L + 2, L), or with
+    # order 2 (L + 2 + L * L, L): the trigram scores Q are P's last L * L rows
     double* W
     double* P
     double* W_sum                # lazy averaging accumulators u (NULL: no averaging)
     double* P_sum
     Py_ssize_t L
+    int order                    # 1 or 2
     long long chain_base         # F * L: Diff keys >= chain_base index into P
     double n_seen                # the averaging clock c: examples seen so far
 
@@ -59,6 +61,7 @@ cdef class ChainData:
 cdef class ChainWeights:
     cdef readonly object W, P, W_sum, P_sum
     cdef public long long n_seen
+    cdef readonly int order
     cdef Weights w
     cdef Weights* bind(self) except NULL
 

@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The first-order linear-chain model in C, beside its decoding kernels.
+"""The linear-chain model in C (first and second order), beside its decoding kernels.
 
 ``_viterbi.pyx`` decodes; this module holds the rest of the model that the
 learners share, so that no learner kernel needs another learner's:
@@ -8,7 +8,8 @@ learners share, so that no learner kernel needs another learner's:
   sentence offsets), as the learners' kernels read it;
 * :class:`ChainWeights`: the weights ``w = (W, P)`` in the layout of the
   decoding kernels (``W`` (F, L) emission weights, ``P`` (L + 2, L): label
-  transitions, start row, end row) and both halves of lazy averaging: every
+  transitions, start row, end row; a second-order chain appends the L * L
+  rows of label-trigram scores) and both halves of lazy averaging: every
   update ``w += d`` made by :c:func:`add_difference` or :c:func:`apply_diff`
   also does ``u += c * d`` with ``c`` the number of examples seen before the
   current one, and :meth:`ChainWeights.averaged` returns ``w - u / c``, the
@@ -26,7 +27,8 @@ import os
 import numpy as np
 
 from libc.stdlib cimport malloc, free
-from sklstruct._viterbi cimport add_hamming, compute_emission, kbest, kbest_alloc, kbest_free
+from sklstruct._viterbi cimport (add_hamming, compute_emission, kbest, kbest_alloc, kbest_free,
+                                lattice_nodes)
 
 #: The costs L(y^n, y), by name.
 COSTS = {"hamming": COST_HAMMING, "zero_one": COST_ZERO_ONE}
@@ -111,26 +113,35 @@ cdef class ChainWeights:
     n_features, n_labels : int
     average : bool
         Keep the accumulators of lazy averaging.
+    order : {1, 2}, default=1
+        The chain's order: 2 adds label-trigram scores.
 
     Attributes
     ----------
     W : ndarray of shape (n_features, n_labels)
         Emission weights (the transpose of the estimators' ``coef_``).
-    P : ndarray of shape (n_labels + 2, n_labels)
-        Transitions ``P[a, b]`` (label a then b), then the start and end rows.
+    P : ndarray of shape (n_labels + 2, n_labels), or (n_labels + 2 + n_labels ** 2, n_labels)
+        Transitions ``P[a, b]`` (label a then b), then the start and end rows;
+        with ``order=2`` then the trigram scores, ``P[L + 2 + a * L + b, c]``
+        for the labels a, b, c at positions t - 2, t - 1, t.
     W_sum, P_sum : ndarrays of the same shapes, or None
         The averaging accumulators ``u``.
     n_seen : int
         The averaging clock: examples processed so far.
     """
 
-    def __cinit__(self, Py_ssize_t n_features, Py_ssize_t n_labels, bint average=True):
+    def __cinit__(self, Py_ssize_t n_features, Py_ssize_t n_labels, bint average=True,
+                  int order=1):
         if n_features < 1 or n_labels < 1:
             raise ValueError(f"need n_features >= 1 and n_labels >= 1; got {n_features}, "
                              f"{n_labels}")
-        check_alloc("the weights", n_features + n_labels + 2, n_labels, 8, 2 if average else 1)
+        if order not in (1, 2):
+            raise ValueError(f"order must be 1 or 2; got {order}")
+        cdef Py_ssize_t n_rows = n_labels + 2 + (n_labels * n_labels if order == 2 else 0)
+        check_alloc("the weights", n_features + n_rows, n_labels, 8, 2 if average else 1)
+        self.order = order
         self.W = np.zeros((n_features, n_labels))
-        self.P = np.zeros((n_labels + 2, n_labels))
+        self.P = np.zeros((n_rows, n_labels))
         self.W_sum = np.zeros_like(self.W) if average else None
         self.P_sum = np.zeros_like(self.P) if average else None
         self.n_seen = 0
@@ -143,6 +154,7 @@ cdef class ChainWeights:
         self.w.W = &W[0, 0]
         self.w.P = &P[0, 0]
         self.w.L = W.shape[1]
+        self.w.order = self.order
         self.w.chain_base = <long long>W.shape[0] * W.shape[1]
         self.w.W_sum = NULL
         self.w.P_sum = NULL
@@ -176,11 +188,12 @@ cdef class ChainWeights:
         return self.W - self.W_sum / self.n_seen, self.P - self.P_sum / self.n_seen
 
     def __reduce__(self):
-        return (_rebuild_weights, (self.W, self.P, self.W_sum, self.P_sum, self.n_seen))
+        return (_rebuild_weights, (self.W, self.P, self.W_sum, self.P_sum, self.n_seen,
+                                   self.order))
 
 
-def _rebuild_weights(W, P, W_sum, P_sum, n_seen):
-    cdef ChainWeights w = ChainWeights(W.shape[0], W.shape[1], W_sum is not None)
+def _rebuild_weights(W, P, W_sum, P_sum, n_seen, order=1):
+    cdef ChainWeights w = ChainWeights(W.shape[0], W.shape[1], W_sum is not None, order)
     w.W[...] = W
     w.P[...] = P
     if W_sum is not None:
@@ -209,7 +222,16 @@ cdef double margin(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
         d += P[gold[t - 1] * L + gold[t]] - P[path[t - 1] * L + path[t]]
     d += P[L * L + gold[0]] - P[L * L + path[0]]
     d += P[(L + 1) * L + gold[T - 1]] - P[(L + 1) * L + path[T - 1]]
+    if w.order == 2:
+        for t in range(2, T):
+            if gold[t - 2] != path[t - 2] or gold[t - 1] != path[t - 1] or gold[t] != path[t]:
+                d += P[_trigram(L, gold, t)] - P[_trigram(L, path, t)]
     return d
+
+
+cdef inline Py_ssize_t _trigram(Py_ssize_t L, const int* y, Py_ssize_t t) noexcept nogil:
+    """Index into P of the trigram score of (y[t-2], y[t-1], y[t])."""
+    return (L + 2) * L + (y[t - 2] * L + y[t - 1]) * L + y[t]
 
 
 cdef inline void _add(double* a, double* a_sum, Py_ssize_t i, double step,
@@ -243,6 +265,11 @@ cdef void add_difference(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* go
     if gold[T - 1] != path[T - 1]:
         _add(w.P, w.P_sum, (L + 1) * L + gold[T - 1], step, ss)
         _add(w.P, w.P_sum, (L + 1) * L + path[T - 1], -step, -ss)
+    if w.order == 2:
+        for t in range(2, T):
+            if gold[t - 2] != path[t - 2] or gold[t - 1] != path[t - 1] or gold[t] != path[t]:
+                _add(w.P, w.P_sum, _trigram(L, gold, t), step, ss)
+                _add(w.P, w.P_sum, _trigram(L, path, t), -step, -ss)
 
 
 cdef bint same_path(const int* a, const int* b, Py_ssize_t T) noexcept nogil:
@@ -259,15 +286,17 @@ cdef bint same_path(const int* a, const int* b, Py_ssize_t T) noexcept nogil:
 
 cdef Py_ssize_t diff_capacity(Py_ssize_t nnz, Py_ssize_t T) noexcept nogil:
     """Entries a Diff of a sentence with ``nnz`` stored features and T tokens
-    may need before merging: two per feature, two per chain factor."""
-    return 2 * nnz + 2 * (T + 1)
+    may need before merging: two per feature, two per chain factor (T + 1
+    bigram, start and end factors, T - 2 trigrams in a second-order chain)."""
+    return 2 * nnz + 4 * T + 2
 
 
 cdef Py_ssize_t template_capacity(Py_ssize_t nnz, Py_ssize_t T) noexcept nogil:
     """Entries the sum of the single-position differences dF(m^J), J = {i},
-    of a sentence may need: per position two per feature, and at most eight
-    for its two transitions and the start or end label."""
-    return 2 * nnz + 8 * T + 2
+    of a sentence may need: per position two per feature, at most eight for
+    its two transitions and the start or end label, and six for the three
+    trigrams that contain it (second order)."""
+    return 2 * nnz + 14 * T + 2
 
 
 cdef inline Py_ssize_t _put(Entry* e, Py_ssize_t m, long long key, double val) noexcept nogil:
@@ -303,6 +332,11 @@ cdef void build_diff(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold,
     if gold[T - 1] != path[T - 1]:
         m = _put(e, m, c + (L + 1) * L + gold[T - 1], 1.0)
         m = _put(e, m, c + (L + 1) * L + path[T - 1], -1.0)
+    if w.order == 2:
+        for t in range(2, T):
+            if gold[t - 2] != path[t - 2] or gold[t - 1] != path[t - 1] or gold[t] != path[t]:
+                m = _put(e, m, c + _trigram(L, gold, t), 1.0)
+                m = _put(e, m, c + _trigram(L, path, t), -1.0)
     d.n = m
 
 
@@ -463,6 +497,7 @@ cdef Py_ssize_t decode_candidates(Workspace ws, Corpus* X, Py_ssize_t row0, Py_s
     k best are the (k + 1) best by score re-ranked with the loss."""
     cdef Py_ssize_t n, L = w.L
     cdef bint zero_one = augmented and cost == COST_ZERO_ONE
+    # (the chain's order is the decoder scratch's, allocated to w.order)
     compute_emission(X.indptr, X.indices, X.data, row0, T, w.W, L, ws.E)
     if augmented and not zero_one:
         add_hamming(ws.E, T, L, gold, 1.0)
@@ -507,6 +542,8 @@ cdef class Workspace:
     data : ChainData
     L : int
         Number of labels.
+    order : {1, 2}
+        The chain's order (the decoder's lattice).
     K : int
         Sequences the decoder finds per sentence (see ``candidates_needed``).
     n_diffs : int
@@ -517,8 +554,8 @@ cdef class Workspace:
         (:c:func:`template_capacity`) rather than one full one.
     """
 
-    def __cinit__(self, ChainData data, Py_ssize_t L, Py_ssize_t K, Py_ssize_t n_diffs,
-                  bint templates=False):
+    def __cinit__(self, ChainData data, Py_ssize_t L, int order, Py_ssize_t K,
+                  Py_ssize_t n_diffs, bint templates=False):
         cdef Py_ssize_t i, max_T = max(data.max_T, 1)
         cdef Py_ssize_t cap = (template_capacity(data.max_nnz, max_T) if templates
                                else diff_capacity(data.max_nnz, max_T))
@@ -527,11 +564,11 @@ cdef class Workspace:
         self.table.keys = NULL
         self.table.vals = NULL
         self.table.used = NULL
-        check_alloc("the k-best scratch", K, max_T * L + 1, 16)
+        check_alloc("the k-best scratch", K, lattice_nodes(max_T, L, order), 16)
         check_alloc("the joint-feature differences", n_diffs, cap, 16)
         check_alloc("the Gram matrix", n_diffs, n_diffs, 8)
         self.E = <double*>malloc(max_T * L * sizeof(double))
-        if kbest_alloc(&self.kb, max_T, L, K) < 0:
+        if kbest_alloc(&self.kb, max_T, L, K, order) < 0:
             raise MemoryError()
         self.paths = <int*>malloc(K * max_T * sizeof(int))
         self.scores = <double*>malloc(K * sizeof(double))

@@ -3,7 +3,9 @@
 # Layout conventions (all arrays C-contiguous):
 #   E      (T, L)    emission scores of one sentence, E[t, y]
 #   P      (L+2, L)  chain parameters: rows 0..L-1 transitions P[y', y],
-#                    row L start scores, row L+1 end scores
+#                    row L start scores, row L+1 end scores; a second-order
+#                    chain appends L*L rows of trigram scores, P[L+2+a*L+b, c]
+#                    for the labels (a, b, c) at (t-2, t-1, t): (L+2+L*L, L)
 #   W      (F, L)    emission weights, one row per feature
 #   CSR    indptr (int64), indices (int32), data (float64) of the stacked corpus
 
@@ -16,10 +18,16 @@ cdef void add_hamming(double* E, Py_ssize_t T, Py_ssize_t L, const int* gold,
 
 cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                     double* delta, int* back, int* path) noexcept nogil
+cdef double viterbi2(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                     double* delta, int* back, int* path) noexcept nogil
+cdef double decode_best(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P, int order,
+                        double* delta, int* back, int* path) noexcept nogil
+cdef Py_ssize_t lattice_nodes(Py_ssize_t T, Py_ssize_t L, int order) noexcept nogil
 
 cdef struct KBestScratch:
-    # scratch of the k-best decoder (see kbest_alloc); nodes v = t * L + y and
-    # the end node T * L
+    # scratch of the k-best decoder (see kbest_alloc); nodes v = t * S + s with
+    # S = L ** order states per position (first order: s = y_t; second order:
+    # s = y_{t-1} * L + y_t, and s = y_0 at position 0) and the end node T * S
     double* delta            # (nodes) Viterbi prefix scores, rank 0
     int* back                # (nodes) Viterbi back-pointers (labels)
     int* cnt                 # (nodes) ranks found so far
@@ -32,16 +40,24 @@ cdef struct KBestScratch:
     int* clabel              # predecessor label
     int* crank               # and predecessor rank
     int* csize               # (max_sets)
+    Py_ssize_t* cstart       # (max_sets) first slot of each set in ckey/clabel/crank
     Py_ssize_t K
-    Py_ssize_t cap
+    Py_ssize_t max_slots
+    Py_ssize_t n_slots
     Py_ssize_t max_sets
     Py_ssize_t n_sets
+    Py_ssize_t L             # the lattice: labels,
+    Py_ssize_t S             # states per position (L ** order),
+    int order                # chain order (1 or 2), fixed at allocation;
+    Py_ssize_t T             # and of the current call: tokens,
+    const double* E          # emissions
+    const double* P          # and chain parameters
 
 cdef int kbest_alloc(KBestScratch* s, Py_ssize_t max_T, Py_ssize_t L,
-                     Py_ssize_t K) noexcept nogil
+                     Py_ssize_t K, int order) noexcept nogil
 cdef void kbest_free(KBestScratch* s) noexcept nogil
 cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                       Py_ssize_t K, KBestScratch* s, int* paths, double* scores) noexcept nogil
 
 cdef double path_score(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
-                       const int* path) noexcept nogil
+                       int order, const int* path) noexcept nogil

@@ -1,13 +1,16 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Decoding kernels for the first-order linear-chain model.
+"""Decoding kernels for the linear-chain model, first and second order.
 
 A label sequence ``y`` of a sentence with emission scores ``E`` (T x L) scores
 
     s(y) = P[L, y_0] + sum_t E[t, y_t] + sum_{t>0} P[y_{t-1}, y_t] + P[L+1, y_{T-1}]
+           [+ sum_{t>1} Q[y_{t-2}, y_{t-1}, y_t]]
 
 where ``P`` packs the transition matrix (rows 0..L-1), the start scores (row L)
-and the end scores (row L+1).  This is w.F(x, y) of Mancev & Todorovic (paper
-000, section 3) for the chain joint feature map.
+and the end scores (row L+1), and a second-order chain appends the label
+trigram scores ``Q`` as L * L more rows (row L + 2 + a * L + b holds
+Q[a, b, :]).  This is w.F(x, y) of Mancev & Todorovic ("k-Best Max-margin
+Approaches for Sequence Labeling", section 3) for the chain joint feature map.
 
 Kernels (``cdef ... nogil``) take raw pointers and trust their arguments; the
 ``def`` functions below validate shapes and values first and are what the rest
@@ -107,17 +110,29 @@ cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P
 # are exact, so they find the same k best (this one in the tie order below).
 
 
+cdef Py_ssize_t lattice_nodes(Py_ssize_t T, Py_ssize_t L, int order) noexcept nogil:
+    """Nodes of the decoding lattice of a T-token sentence: T positions of
+    S = L ** order states (position 0 uses the first L) plus the end node."""
+    return max(T, 1) * (L * L if order == 2 else L) + 1
+
+
 cdef int kbest_alloc(KBestScratch* s, Py_ssize_t max_T, Py_ssize_t L,
-                     Py_ssize_t K) noexcept nogil:
-    """Scratch for :c:func:`kbest` on sentences of up to max_T tokens, L labels
-    and up to K sequences; -1 when out of memory (free with kbest_free)."""
-    cdef Py_ssize_t n_nodes = max(max_T, 1) * L + 1
+                     Py_ssize_t K, int order) noexcept nogil:
+    """Scratch for :c:func:`kbest` on chains of ``order`` with up to max_T
+    tokens, L labels and up to K sequences (also the delta/back scratch of
+    :c:func:`decode_best`); -1 when out of memory (free with kbest_free)."""
+    cdef Py_ssize_t n_nodes = lattice_nodes(max_T, L, order)
+    s.L = L
+    s.order = order
+    s.S = L * L if order == 2 else L
     s.K = max(K, 1)
+    s.cstart = NULL
     if s.K > (<Py_ssize_t>1 << 40) // n_nodes:
         return -1          # the rank tables would not fit in memory (or would wrap)
-    s.cap = L
-    # a new sequence at the end node starts at most one set per position
+    # a new sequence at the end node starts at most one set per position; a
+    # set holds at most one candidate per predecessor: L, or S at the end node
     s.max_sets = max(min((s.K - 1) * (max(max_T, 1) + 1), n_nodes), 1)
+    s.max_slots = s.max_sets * L + s.S
     s.delta = <double*>malloc(n_nodes * sizeof(double))
     s.back = <int*>malloc(n_nodes * sizeof(int))
     s.cnt = <int*>malloc(n_nodes * sizeof(int))
@@ -126,13 +141,15 @@ cdef int kbest_alloc(KBestScratch* s, Py_ssize_t max_T, Py_ssize_t L,
     s.rscore = <double*>malloc(n_nodes * s.K * sizeof(double))
     s.rlabel = <int*>malloc(n_nodes * s.K * sizeof(int))
     s.rrank = <int*>malloc(n_nodes * s.K * sizeof(int))
-    s.ckey = <double*>malloc(s.max_sets * s.cap * sizeof(double))
-    s.clabel = <int*>malloc(s.max_sets * s.cap * sizeof(int))
-    s.crank = <int*>malloc(s.max_sets * s.cap * sizeof(int))
+    s.ckey = <double*>malloc(s.max_slots * sizeof(double))
+    s.clabel = <int*>malloc(s.max_slots * sizeof(int))
+    s.crank = <int*>malloc(s.max_slots * sizeof(int))
     s.csize = <int*>malloc(s.max_sets * sizeof(int))
+    s.cstart = <Py_ssize_t*>malloc(s.max_sets * sizeof(Py_ssize_t))
     if (s.delta == NULL or s.back == NULL or s.cnt == NULL or s.set_of == NULL
             or s.stack == NULL or s.rscore == NULL or s.rlabel == NULL or s.rrank == NULL
-            or s.ckey == NULL or s.clabel == NULL or s.crank == NULL or s.csize == NULL):
+            or s.ckey == NULL or s.clabel == NULL or s.crank == NULL or s.csize == NULL
+            or s.cstart == NULL):
         return -1
     return 0
 
@@ -140,63 +157,102 @@ cdef int kbest_alloc(KBestScratch* s, Py_ssize_t max_T, Py_ssize_t L,
 cdef void kbest_free(KBestScratch* s) noexcept nogil:
     free(s.delta); free(s.back); free(s.cnt); free(s.set_of); free(s.stack)
     free(s.rscore); free(s.rlabel); free(s.rrank)
-    free(s.ckey); free(s.clabel); free(s.crank); free(s.csize)
+    free(s.ckey); free(s.clabel); free(s.crank); free(s.csize); free(s.cstart)
     s.delta = NULL; s.back = NULL; s.cnt = NULL; s.set_of = NULL; s.stack = NULL
     s.rscore = NULL; s.rlabel = NULL; s.rrank = NULL
-    s.ckey = NULL; s.clabel = NULL; s.crank = NULL; s.csize = NULL
+    s.ckey = NULL; s.clabel = NULL; s.crank = NULL; s.csize = NULL; s.cstart = NULL
+
+
+# The lattice seen by the enumeration.  A node v at position t = v // S has
+# predecessors numbered x = 0, 1, ... (its "labels"): first order, x = y_{t-1}
+# (node (t-1) * L + x); second order, node (t, a, b) has x = y_{t-2}
+# (node (t-1) * S + x * L + a).  The end node's predecessors are the states of
+# the last position, x in [0, S) (first order, or a sentence of one token:
+# x in [0, L)).  Nodes with a single prefix (position 0; second order also
+# position 1) are "fixed": they have one rank only.
+
+cdef inline bint _fixed(KBestScratch* s, Py_ssize_t v, Py_ssize_t end) noexcept nogil:
+    return v != end and v // s.S < s.order
+
+
+cdef inline Py_ssize_t _degree(KBestScratch* s, Py_ssize_t v, Py_ssize_t end) noexcept nogil:
+    if v == end and s.order == 2 and s.T > 1:
+        return s.S
+    return s.L
+
+
+cdef inline Py_ssize_t _pred(KBestScratch* s, Py_ssize_t v, Py_ssize_t x) noexcept nogil:
+    """Predecessor x of node v (v not at position 0)."""
+    cdef Py_ssize_t t = v // s.S
+    if s.order == 1:
+        return (t - 1) * s.L + x
+    if t == s.T:                                   # the end node
+        return x if s.T == 1 else (t - 1) * s.S + x
+    if t == 1:                                     # (1, a, b): from (0, a)
+        return (v - s.S) // s.L
+    return (t - 1) * s.S + x * s.L + (v - t * s.S) // s.L
+
+
+cdef inline double _extend(KBestScratch* s, double prev, Py_ssize_t v, Py_ssize_t x,
+                           bint at_end) noexcept nogil:
+    """The score of a prefix ending at predecessor x of v, extended into v
+    (before v's emission): the same operations as the Viterbi recursions."""
+    cdef Py_ssize_t L = s.L, st
+    cdef const double* P = s.P
+    if at_end:
+        return prev + P[(L + 1) * L + x % L]
+    if s.order == 1:
+        return prev + P[x * L + v % L]
+    st = v % s.S                                   # a * L + b
+    if v // s.S == 1:
+        return prev + P[st]
+    return (prev + P[(L + 2) * L + (x * L + st // L) * L + st % L]) + P[st]
 
 
 cdef inline double _rank_score(KBestScratch* s, Py_ssize_t v, Py_ssize_t r) noexcept nogil:
     return s.delta[v] if r == 0 else s.rscore[v * s.K + r]
 
 
-cdef inline double _trans(const double* P, Py_ssize_t L, Py_ssize_t yp, Py_ssize_t y,
-                          bint at_end) noexcept nogil:
-    """Score of the arc from label yp into label y, or into the end node."""
-    return P[(L + 1) * L + yp] if at_end else P[yp * L + y]
-
-
-cdef void _start_set(KBestScratch* s, const double* P, Py_ssize_t L, Py_ssize_t t,
-                     Py_ssize_t y, Py_ssize_t v, bint at_end) noexcept nogil:
-    """Candidate set of node v (label y at position t >= 1, or the end node):
-    rank 0 of every predecessor except the one v's own rank 0 came from."""
-    cdef Py_ssize_t c = s.n_sets, yp, n = 0
+cdef void _start_set(KBestScratch* s, Py_ssize_t v, bint at_end, Py_ssize_t end) noexcept nogil:
+    """Candidate set of node v (not fixed, or the end node): rank 0 of every
+    predecessor except the one v's own rank 0 came from."""
+    cdef Py_ssize_t c = s.n_sets, x, n = 0, deg = _degree(s, v, end)
     cdef Py_ssize_t used = s.rlabel[v * s.K] if at_end else s.back[v]
-    cdef double* key = s.ckey + c * s.cap
-    cdef int* lab = s.clabel + c * s.cap
-    cdef int* rk = s.crank + c * s.cap
-    cdef const double* prev = s.delta + (t - 1) * L
+    cdef double* key = s.ckey + s.n_slots
+    cdef int* lab = s.clabel + s.n_slots
+    cdef int* rk = s.crank + s.n_slots
+    s.cstart[c] = s.n_slots
+    s.n_slots += deg
     s.n_sets += 1
     s.set_of[v] = <int>c
-    for yp in range(L):
-        if yp != used:
-            key[n] = prev[yp] + _trans(P, L, yp, y, at_end)
-            lab[n] = <int>yp
+    for x in range(deg):
+        if x != used:
+            key[n] = _extend(s, s.delta[_pred(s, v, x)], v, x, at_end)
+            lab[n] = <int>x
             rk[n] = 0
             n += 1
     s.csize[c] = <int>n
 
 
-cdef inline Py_ssize_t _last_pred(KBestScratch* s, Py_ssize_t v, Py_ssize_t end, Py_ssize_t L,
-                                  Py_ssize_t* yp, Py_ssize_t* j) noexcept nogil:
-    """Predecessor node of the last rank found at node v (position >= 1 or the
-    end node); its label and rank into yp and j."""
+cdef inline Py_ssize_t _last_pred(KBestScratch* s, Py_ssize_t v, Py_ssize_t end,
+                                  Py_ssize_t* x, Py_ssize_t* j) noexcept nogil:
+    """Predecessor node of the last rank found at node v (not fixed, or the
+    end node); its number and rank into x and j."""
     cdef Py_ssize_t r = s.cnt[v] - 1
     if r == 0 and v != end:
-        yp[0] = s.back[v]
+        x[0] = s.back[v]
         j[0] = 0
     else:
-        yp[0] = s.rlabel[v * s.K + r]
+        x[0] = s.rlabel[v * s.K + r]
         j[0] = s.rrank[v * s.K + r]
-    return (v // L - 1) * L + yp[0]
+    return _pred(s, v, x[0])
 
 
-cdef bint _next_rank(KBestScratch* s, const double* E, Py_ssize_t T, Py_ssize_t L,
-                     const double* P) noexcept nogil:
+cdef bint _next_rank(KBestScratch* s) noexcept nogil:
     """Find the next rank of the end node (iterative form of the recursion:
     first walk down while the successor candidate is still unknown, then find
     the new ranks bottom up).  False when no further sequence exists."""
-    cdef Py_ssize_t K = s.K, end = T * L, depth = 0, d, v, u, t, y, r, j, yp, c, n, i, best
+    cdef Py_ssize_t K = s.K, end = s.T * s.S, depth = 0, d, v, u, r, j, x, c, n, i, best
     cdef double* key
     cdef int* lab
     cdef int* rk
@@ -205,9 +261,9 @@ cdef bint _next_rank(KBestScratch* s, const double* E, Py_ssize_t T, Py_ssize_t 
     while True:
         s.stack[depth] = <int>v
         depth += 1
-        if s.set_of[v] == -2 or v < L:
+        if s.set_of[v] == -2 or _fixed(s, v, end):
             break
-        u = _last_pred(s, v, end, L, &yp, &j)
+        u = _last_pred(s, v, end, &x, &j)
         if j + 1 < s.cnt[u] or s.set_of[u] == -2:
             break
         v = u
@@ -215,38 +271,37 @@ cdef bint _next_rank(KBestScratch* s, const double* E, Py_ssize_t T, Py_ssize_t 
         v = s.stack[d]
         if s.set_of[v] == -2:
             continue
-        if v < L:  # position 0: a prefix of one label has no alternative
+        if _fixed(s, v, end):  # a prefix with no alternative
             s.set_of[v] = -2
             continue
         at_end = v == end
-        t = v // L
-        y = v - t * L
         r = s.cnt[v]
         if s.set_of[v] == -1:
-            _start_set(s, P, L, t, y, v, at_end)
+            _start_set(s, v, at_end, end)
         c = s.set_of[v]
-        key = s.ckey + c * s.cap
-        lab = s.clabel + c * s.cap
-        rk = s.crank + c * s.cap
+        key = s.ckey + s.cstart[c]
+        lab = s.clabel + s.cstart[c]
+        rk = s.crank + s.cstart[c]
         n = s.csize[c]
         # the successor of the candidate taken last
-        u = _last_pred(s, v, end, L, &yp, &j)
+        u = _last_pred(s, v, end, &x, &j)
         if j + 1 < s.cnt[u]:
-            key[n] = _rank_score(s, u, j + 1) + _trans(P, L, yp, y, at_end)
-            lab[n] = <int>yp
+            key[n] = _extend(s, _rank_score(s, u, j + 1), v, x, at_end)
+            lab[n] = <int>x
             rk[n] = <int>(j + 1)
             n += 1
         if n == 0:
             s.csize[c] = 0
             s.set_of[v] = -2
             continue
-        # the best candidate, ties to the lower predecessor label (labels are
-        # distinct within a set), becomes rank r of v
+        # the best candidate, ties to the lower predecessor number (distinct
+        # within a set), becomes rank r of v
         best = 0
         for i in range(1, n):
             if key[i] > key[best] or (key[i] == key[best] and lab[i] < lab[best]):
                 best = i
-        s.rscore[v * K + r] = key[best] if at_end else key[best] + E[v]
+        s.rscore[v * K + r] = key[best] if at_end else key[best] + s.E[(v // s.S) * s.L
+                                                                          + v % s.L]
         s.rlabel[v * K + r] = lab[best]
         s.rrank[v * K + r] = rk[best]
         s.cnt[v] = <int>(r + 1)
@@ -263,53 +318,136 @@ cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double*
     """Exact k-best Viterbi: the n = min(K, L**T) best distinct sequences, best
     first, into paths (K*T) and scores; returns n.
 
-    Order: by score, ties to the lower label at the last position, then to the
-    earlier of the two prefixes in the order of that label's node, and so on
+    The chain's order is the scratch's (``kbest_alloc``).  First order: by
+    score, ties to the lower label at the last position, then to the earlier
+    of the two prefixes in the order of that label's node, and so on
     backwards; with exact arithmetic this puts equal-score sequences in
     increasing lexicographic order of the reversed sequences (y_{T-1}, ...,
-    y_0).  Scores are computed as ((prefix + transition) + emission), the same
-    operations as :c:func:`viterbi`, whose result is the first sequence.
-    ``s`` comes from kbest_alloc(max_T >= T, L, K' >= K).
+    y_0).  Scores are computed with the same operations as
+    :c:func:`decode_best`, whose result is the first sequence.  ``s`` comes
+    from kbest_alloc(max_T >= T, L, K' >= K, order).
     """
-    cdef Py_ssize_t v, t, n, end = T * L, y, r, K1 = min(K, s.K)
-    scores[0] = viterbi(E, T, L, P, s.delta, s.back, paths)
+    cdef Py_ssize_t v, u, t, n, x, r, end = T * s.S, K1 = min(K, s.K)
+    s.T = T
+    s.E = E
+    s.P = P
+    scores[0] = decode_best(E, T, L, P, s.order, s.delta, s.back, paths)
     if K1 == 1:
         return 1
     for v in range(end + 1):
         s.cnt[v] = 1
         s.set_of[v] = -1
     s.n_sets = 0
+    s.n_slots = 0
     s.rscore[end * s.K] = scores[0]
-    s.rlabel[end * s.K] = paths[T - 1]
+    # the end node's rank 0 came from the last state of the Viterbi path
+    s.rlabel[end * s.K] = (paths[T - 2] * L + paths[T - 1] if s.order == 2 and T > 1
+                           else paths[T - 1])
     s.rrank[end * s.K] = 0
     n = 1
-    while n < K1 and _next_rank(s, E, T, L, P):
+    while n < K1 and _next_rank(s):
         scores[n] = s.rscore[end * s.K + n]
-        y = s.rlabel[end * s.K + n]
+        x = s.rlabel[end * s.K + n]
         r = s.rrank[end * s.K + n]
-        for t in range(T - 1, -1, -1):
-            paths[n * T + t] = <int>y
+        u = _pred(s, end, x)
+        while True:
+            t = u // s.S
+            paths[n * T + t] = <int>(u % L)
             if t == 0:
                 break
-            v = t * L + y
-            if r == 0:  # from here on the Viterbi prefix of (t, y)
-                y = s.back[v]
+            if _fixed(s, u, end):       # second order, position 1: from (0, a)
+                u = _pred(s, u, 0)
+                continue
+            if r == 0:  # from here on the Viterbi prefix of u
+                x = s.back[u]
             else:
-                y = s.rlabel[v * s.K + r]
-                r = s.rrank[v * s.K + r]
+                x = s.rlabel[u * s.K + r]
+                r = s.rrank[u * s.K + r]
+            u = _pred(s, u, x)
         n += 1
     return n
 
 
+cdef double viterbi2(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                     double* delta, int* back, int* path) noexcept nogil:
+    """Best sequence of a second-order chain into ``path``; returns its score.
+
+    States are label pairs: delta[t * L*L + a * L + b] is the best prefix
+    score with y_{t-1} = a, y_t = b (t >= 1; delta[b] at t = 0), and
+    back[...] the best y_{t-2}:
+
+        delta[t, b, c] = max_a (delta[t-1, a, b] + Q[a, b, c]) + P[b, c] + E[t, c]
+
+    O(T L^3) time; delta, back: lattice_nodes(T, L, 2) scratch.  Ties go to the
+    lower y_{t-2}, and at the end to the lower (y_{T-2}, y_{T-1}) pair.
+    """
+    cdef Py_ssize_t t, a, b, c, S = L * L, arg_x = 0
+    cdef double best, sc, d
+    cdef const double* start = P + L * L
+    cdef const double* end = P + (L + 1) * L
+    cdef const double* Q = P + (L + 2) * L
+    cdef const double* q
+    cdef double* cur
+    cdef int* bk
+    if T == 1:
+        return viterbi(E, T, L, P, delta, back, path)
+    for b in range(L):
+        delta[b] = start[b] + E[b]
+    for a in range(L):
+        for b in range(L):
+            delta[S + a * L + b] = (delta[a] + P[a * L + b]) + E[L + b]
+            back[S + a * L + b] = 0
+    for t in range(2, T):
+        for b in range(L):
+            cur = delta + t * S + b * L
+            bk = back + t * S + b * L
+            for c in range(L):
+                cur[c] = -INFINITY
+                bk[c] = 0
+            for a in range(L):
+                d = delta[(t - 1) * S + a * L + b]
+                q = Q + (a * L + b) * L
+                for c in range(L):
+                    sc = d + q[c]
+                    if sc > cur[c]:
+                        cur[c] = sc
+                        bk[c] = <int>a
+            for c in range(L):
+                cur[c] = (cur[c] + P[b * L + c]) + E[t * L + c]
+    best = -INFINITY
+    for a in range(S):
+        sc = delta[(T - 1) * S + a] + end[a % L]
+        if sc > best or a == 0:
+            best = sc
+            arg_x = a
+    path[T - 2] = <int>(arg_x // L)
+    path[T - 1] = <int>(arg_x % L)
+    for t in range(T - 1, 1, -1):
+        path[t - 2] = back[t * S + path[t - 1] * L + path[t]]
+    return best
+
+
+cdef double decode_best(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P, int order,
+                        double* delta, int* back, int* path) noexcept nogil:
+    """The best sequence of a chain of ``order`` (1 or 2); delta and back
+    hold lattice_nodes(T, L, order) entries."""
+    if order == 2:
+        return viterbi2(E, T, L, P, delta, back, path)
+    return viterbi(E, T, L, P, delta, back, path)
+
+
 cdef double path_score(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
-                       const int* path) noexcept nogil:
-    """Score s(path) of one label sequence."""
+                       int order, const int* path) noexcept nogil:
+    """Score s(path) of one label sequence (trigram scores too when order == 2)."""
     cdef Py_ssize_t t
     cdef double s = P[L * L + path[0]] + P[(L + 1) * L + path[T - 1]]
     for t in range(T):
         s += E[t * L + path[t]]
     for t in range(1, T):
         s += P[path[t - 1] * L + path[t]]
+    if order == 2:
+        for t in range(2, T):
+            s += P[(L + 2) * L + (path[t - 2] * L + path[t - 1]) * L + path[t]]
     return s
 
 
@@ -317,14 +455,26 @@ cdef double path_score(const double* E, Py_ssize_t T, Py_ssize_t L, const double
 # Validated Python entry points
 # ---------------------------------------------------------------------------
 
+def chain_order(P, L):
+    """The order of the chain parameters ``P``: 1 for shape (L + 2, L), 2 for
+    (L + 2 + L * L, L) (trigram rows appended)."""
+    if P.ndim == 2 and P.shape[1] == L:
+        if P.shape[0] == L + 2:
+            return 1
+        if P.shape[0] == L + 2 + L * L:
+            return 2
+    raise ValueError(f"chain parameters must have shape (L + 2, L) = {(L + 2, L)} (first "
+                     f"order) or (L + 2 + L * L, L) = {(L + 2 + L * L, L)} (second order); "
+                     f"got {P.shape}")
+
+
 def _check_chain(E, P, gold=None):
     E = np.ascontiguousarray(E, dtype=np.float64)
     P = np.ascontiguousarray(P, dtype=np.float64)
     if E.ndim != 2 or E.shape[0] < 1 or E.shape[1] < 1:
         raise ValueError(f"emission scores must be a non-empty 2-D array (T, L); got shape {E.shape}")
     L = E.shape[1]
-    if P.shape != (L + 2, L):
-        raise ValueError(f"chain parameters must have shape (L + 2, L) = {(L + 2, L)}; got {P.shape}")
+    chain_order(P, L)
     if not (np.isfinite(E).all() and np.isfinite(P).all()):
         raise ValueError("emission scores and chain parameters must be finite")
     if gold is not None:
@@ -357,7 +507,8 @@ def sequence_score(E, P, path):
     cdef double[:, ::1] Ev = E
     cdef double[:, ::1] Pv = P
     cdef int[::1] pv = path
-    return path_score(&Ev[0, 0], E.shape[0], E.shape[1], &Pv[0, 0], &pv[0])
+    return path_score(&Ev[0, 0], E.shape[0], E.shape[1], &Pv[0, 0], chain_order(P, E.shape[1]),
+                      &pv[0])
 
 
 def viterbi_decode(E, P, gold=None, double cost=0.0):
@@ -367,8 +518,10 @@ def viterbi_decode(E, P, gold=None, double cost=0.0):
     ----------
     E : ndarray of shape (T, L)
         Emission scores.
-    P : ndarray of shape (L + 2, L)
-        Transitions, start and end scores (see :func:`sklstruct.chain.pack_chain`).
+    P : ndarray of shape (L + 2, L) or (L + 2 + L * L, L)
+        Transitions, start and end scores, and for a second-order chain the
+        trigram scores (see :func:`sklstruct.chain.pack_chain`).  Second
+        order decodes over label pairs in O(T L^3).
     gold : array-like of shape (T,), optional
         With ``cost > 0``, decode loss-augmented: maximise
         s(y) + cost * Hamming(gold, y) (Mancev & Todorovic, eq. 12).
@@ -383,17 +536,18 @@ def viterbi_decode(E, P, gold=None, double cost=0.0):
     """
     E, P = _loss_augmented(E, P, gold, cost)
     cdef Py_ssize_t T = E.shape[0], L = E.shape[1]
+    cdef int order = chain_order(P, L)
     cdef double[:, ::1] Ev = E
     cdef double[:, ::1] Pv = P
     path = np.empty(T, dtype=np.int32)
-    delta = np.empty((T, L), dtype=np.float64)
-    back = np.empty((T, L), dtype=np.int32)
+    delta = np.empty(lattice_nodes(T, L, order), dtype=np.float64)
+    back = np.empty(lattice_nodes(T, L, order), dtype=np.int32)
     cdef int[::1] pv = path
-    cdef double[:, ::1] dv = delta
-    cdef int[:, ::1] bv = back
+    cdef double[::1] dv = delta
+    cdef int[::1] bv = back
     cdef double score
     with nogil:
-        score = viterbi(&Ev[0, 0], T, L, &Pv[0, 0], &dv[0, 0], &bv[0, 0], &pv[0])
+        score = decode_best(&Ev[0, 0], T, L, &Pv[0, 0], order, &dv[0], &bv[0], &pv[0])
     return path, score
 
 
@@ -403,7 +557,8 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
     Same parameters as :func:`viterbi_decode`, plus ``k >= 1``.  When fewer than
     ``k`` sequences exist (L**T < k) all of them are returned.  Exact: Viterbi,
     then the lazy best-first enumeration of Jimenez & Marzal (see
-    :c:func:`kbest`), O(T L^2 + k T L).  Sequences of equal score
+    :c:func:`kbest`), O(T L^2 + k T L); second order (``P`` with trigram
+    rows) O(T L^3 + k T L^2).  First order: sequences of equal score
     come in increasing lexicographic order of the reversed sequence (lower last
     label first), as the first one comes from :func:`viterbi_decode`.
 
@@ -416,6 +571,7 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
         raise ValueError(f"k must be >= 1; got {k}")
     E, P = _loss_augmented(E, P, gold, cost)
     cdef Py_ssize_t T = E.shape[0], L = E.shape[1]
+    cdef int order = chain_order(P, L)
     cdef double[:, ::1] Ev = E
     cdef double[:, ::1] Pv = P
     paths = np.empty((k, T), dtype=np.int32)
@@ -426,7 +582,7 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
     cdef int status
     cdef Py_ssize_t n
     with nogil:
-        status = kbest_alloc(&s, T, L, k)
+        status = kbest_alloc(&s, T, L, k, order)
         if status == 0:
             n = kbest(&Ev[0, 0], T, L, &Pv[0, 0], k, &s, &pv[0, 0], &sv[0])
         kbest_free(&s)
@@ -436,7 +592,8 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
 
 
 def decode_corpus(const long long[::1] indptr, const int[::1] indices, const double[::1] data,
-                  const long long[::1] offsets, const double[:, ::1] W, const double[:, ::1] P):
+                  const long long[::1] offsets, const double[:, ::1] W, const double[:, ::1] P,
+                  int order=1):
     """Viterbi labels of every sentence of a stacked CSR corpus (no validation:
     callers pass arrays checked by :func:`sklstruct.chain.as_stacked`).
 
@@ -445,15 +602,20 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
     cdef Py_ssize_t n_sent = offsets.shape[0] - 1
     cdef Py_ssize_t L = W.shape[1]
     cdef Py_ssize_t s, T, row0, max_T = 0
+    if order not in (1, 2) or P.shape[0] != L + 2 + (L * L if order == 2 else 0) \
+            or P.shape[1] != L:
+        raise ValueError(f"chain parameters of shape {tuple(P.shape)[:2]} do not fit a chain of "
+                         f"order {order} over {L} labels")
     for s in range(n_sent):
         max_T = max(max_T, offsets[s + 1] - offsets[s])
     out = np.empty(offsets[n_sent], dtype=np.int32)
     cdef int[::1] ov = out
     if n_sent == 0 or max_T == 0:
         return out
+    cdef Py_ssize_t n_nodes = lattice_nodes(max_T, L, order)
     cdef double* E = <double*>malloc(max_T * L * sizeof(double))
-    cdef double* delta = <double*>malloc(max_T * L * sizeof(double))
-    cdef int* back = <int*>malloc(max_T * L * sizeof(int))
+    cdef double* delta = <double*>malloc(n_nodes * sizeof(double))
+    cdef int* back = <int*>malloc(n_nodes * sizeof(int))
     if E == NULL or delta == NULL or back == NULL:
         free(E); free(delta); free(back)
         raise MemoryError()
@@ -464,6 +626,6 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
             if T == 0:
                 continue
             compute_emission(&indptr[0], &indices[0], &data[0], row0, T, &W[0, 0], L, E)
-            viterbi(E, T, L, &P[0, 0], delta, back, &ov[row0])
+            decode_best(E, T, L, &P[0, 0], order, delta, back, &ov[row0])
     free(E); free(delta); free(back)
     return out

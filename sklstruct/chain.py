@@ -1,15 +1,18 @@
-"""The first-order linear-chain model: its data, parameter layout and a reference.
+"""The linear-chain model: its data, parameter layout and a reference.
 
 For a sentence with token features ``x`` (T x F) and a label sequence ``y``, the
 joint feature map F(x, y) (Mancev & Todorovic, section 3) has three blocks:
 
 * emission features: ``sum_t x_t (outer) e_{y_t}``, an F x L block;
 * transition features: one count per label bigram ``(y_{t-1}, y_t)``, L x L;
-* start and end features: ``e_{y_0}`` and ``e_{y_{T-1}}``.
+* start and end features: ``e_{y_0}`` and ``e_{y_{T-1}}``;
+* second-order chains only: one count per label trigram
+  ``(y_{t-2}, y_{t-1}, y_t)``, L x L x L.
 
 The weights ``w`` are laid out the same way: ``W`` (F x L, the transpose of the
 estimators' ``coef_``) and the chain parameters ``P`` ((L + 2) x L: transitions,
-start row, end row; :func:`pack_chain` / :func:`unpack_chain`).  Then
+start row, end row; second order appends the trigram scores as L * L more rows;
+:func:`pack_chain` / :func:`unpack_chain`).  Then
 ``w.F(x, y)`` is :func:`sequence_score` of the emission scores ``E = x @ W``.
 
 :class:`StackedSentences` is how the taggers hold a corpus: one CSR matrix of
@@ -200,17 +203,25 @@ def as_stacked(X, n_features=None, name="X"):
 
 # -- parameter layout ---------------------------------------------------------------------
 
-def pack_chain(transitions, start, end):
-    """Stack transitions (L, L), start (L,) and end (L,) scores into P (L + 2, L)."""
-    return np.ascontiguousarray(np.vstack([np.asarray(transitions, dtype=np.float64),
-                                           np.asarray(start, dtype=np.float64)[None, :],
-                                           np.asarray(end, dtype=np.float64)[None, :]]))
+def pack_chain(transitions, start, end, trigrams=None):
+    """Stack transitions (L, L), start (L,) and end (L,) scores into P (L + 2, L);
+    with ``trigrams`` (L, L, L), a second-order chain, P (L + 2 + L * L, L)
+    whose row ``L + 2 + a * L + b`` is ``trigrams[a, b]``."""
+    blocks = [np.asarray(transitions, dtype=np.float64),
+              np.asarray(start, dtype=np.float64)[None, :],
+              np.asarray(end, dtype=np.float64)[None, :]]
+    if trigrams is not None:
+        L = blocks[0].shape[1]
+        blocks.append(np.asarray(trigrams, dtype=np.float64).reshape(L * L, L))
+    return np.ascontiguousarray(np.vstack(blocks))
 
 
 def unpack_chain(P):
-    """The inverse of :func:`pack_chain`: (transitions, start, end) copies."""
+    """The inverse of :func:`pack_chain`: copies of (transitions, start, end,
+    trigrams), ``trigrams`` of shape (L, L, L) or None for a first-order P."""
     L = P.shape[1]
-    return P[:L].copy(), P[L].copy(), P[L + 1].copy()
+    trigrams = P[L + 2:].reshape(L, L, L).copy() if P.shape[0] > L + 2 else None
+    return P[:L].copy(), P[L].copy(), P[L + 1].copy(), trigrams
 
 
 # -- the plain NumPy reference ------------------------------------------------------------
@@ -221,7 +232,7 @@ def emission_scores(x, W):
     return np.ascontiguousarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
 
 
-def joint_feature(x, y, n_labels):
+def joint_feature(x, y, n_labels, order=1):
     """The joint feature vector F(x, y) as a pair ``(F_W, F_P)``.
 
     Parameters
@@ -231,6 +242,8 @@ def joint_feature(x, y, n_labels):
     y : array-like of shape (T,)
         Encoded labels in ``[0, n_labels)``.
     n_labels : int
+    order : {1, 2}, default=1
+        With 2, ``F_P`` also counts the label trigrams.
 
     Returns
     -------
@@ -238,17 +251,20 @@ def joint_feature(x, y, n_labels):
         Emission block: column ``l`` is the sum of the feature rows of the
         tokens labelled ``l`` (repeated features are counted with their
         multiplicity).
-    F_P : ndarray of shape (n_labels + 2, n_labels)
-        Transition counts, then the start and end indicators.
+    F_P : ndarray of shape (n_labels + 2, n_labels), or (n_labels + 2 + n_labels ** 2, n_labels)
+        Transition counts, then the start and end indicators (in the layout
+        of :func:`pack_chain`), then with ``order=2`` the trigram counts.
     """
     y = np.asarray(y, dtype=np.intp)
     T = y.shape[0]
     onehot = sp.csr_matrix((np.ones(T), (np.arange(T), y)), shape=(T, n_labels))
     F_W = np.asarray((sp.csr_matrix(x).T @ onehot).toarray())
-    F_P = np.zeros((n_labels + 2, n_labels))
+    F_P = np.zeros((n_labels + 2 + (n_labels ** 2 if order == 2 else 0), n_labels))
     np.add.at(F_P, (y[:-1], y[1:]), 1.0)
     F_P[n_labels, y[0]] += 1.0
     F_P[n_labels + 1, y[-1]] += 1.0
+    if order == 2:
+        np.add.at(F_P, (n_labels + 2 + y[:-2] * n_labels + y[1:-1], y[2:]), 1.0)
     return F_W, F_P
 
 

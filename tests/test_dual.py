@@ -15,19 +15,19 @@ from sklstruct.chain import joint_feature
 from test_perceptron import random_problem, separable_problem
 
 
-def dF(x, gold, path, n_labels):
+def dF(x, gold, path, n_labels, order=1):
     """Dense dF(path) = F(x, gold) - F(x, path), flattened as [W block, P block]."""
-    Fg, Fp = joint_feature(x, gold, n_labels), joint_feature(x, path, n_labels)
+    Fg, Fp = joint_feature(x, gold, n_labels, order), joint_feature(x, path, n_labels, order)
     return np.concatenate([(Fg[0] - Fp[0]).ravel(), (Fg[1] - Fp[1]).ravel()])
 
 
-def weights_from_duals(state, X, n_labels):
+def weights_from_duals(state, X, n_labels, order=1):
     """Eq. 6: w = sum_n sum_y lambda_{n,y} dF_n(y), computed densely."""
     w = 0.0
     for n, x in enumerate(X):
         seqs, lam, _ = state.working_set(n)
         for path, l in zip(seqs, lam):
-            w = w + l * dF(x, seqs[0], path, n_labels)
+            w = w + l * dF(x, seqs[0], path, n_labels, order)
     return w
 
 
@@ -35,9 +35,9 @@ def raw_weights(model):
     return np.concatenate([model._weights.W.ravel(), model._weights.P.ravel()])
 
 
-def dual_objective(state, X, n_labels):
+def dual_objective(state, X, n_labels, order=1):
     """sum lambda L - 1/2 ||w||^2 (minus eq. 4), independently of the solver."""
-    w = weights_from_duals(state, X, n_labels)
+    w = weights_from_duals(state, X, n_labels, order)
     lin = sum(np.dot(state.working_set(n)[1], state.working_set(n)[2]) for n in range(len(X)))
     return lin - 0.5 * np.dot(w, w)
 
@@ -99,12 +99,14 @@ def test_dual_objective_never_decreases_and_matches_the_duals(k, n_reprocess, pr
     SDMTagger(k=3, C=0.3, max_iter=3, max_working_set=3, random_state=0, cost="zero_one"),
     LaRankTagger(k=2, n_reprocess=2, C=0.3, max_iter=2, random_state=0),
 ], ids=["sdm", "sdm-capped", "larank"])
-def test_weights_equal_sum_of_lambda_dF_after_training(model):
+@pytest.mark.parametrize("order", [1, 2])
+def test_weights_equal_sum_of_lambda_dF_after_training(model, order):
     X, y = random_problem(seed=5)
-    model.fit(X, y)
-    np.testing.assert_allclose(raw_weights(model), weights_from_duals(model._dual, X, 3),
+    model.set_params(order=order).fit(X, y)
+    np.testing.assert_allclose(raw_weights(model), weights_from_duals(model._dual, X, 3, order),
                                atol=1e-9)
-    assert model.dual_objective_ == pytest.approx(dual_objective(model._dual, X, 3), abs=1e-9)
+    assert model.dual_objective_ == pytest.approx(dual_objective(model._dual, X, 3, order),
+                                                  abs=1e-9)
     sizes = model._dual.export()["sizes"]
     if getattr(model, "max_working_set", None):
         assert sizes.max() <= model.max_working_set

@@ -9,7 +9,7 @@ from sklstruct import KBestMIRATagger, PassiveAggressiveTagger, SequenceVectoriz
 from sklstruct._qp import solve_simplex_qp
 from sklstruct.chain import emission_scores, joint_feature, kbest_decode, viterbi_decode
 from sklstruct.datasets import make_chunking_corpus
-from test_perceptron import random_problem, separable_problem
+from test_perceptron import chain_zeros, random_problem, separable_problem
 
 
 def zero_one_kbest(E, P, gold, k):
@@ -21,10 +21,10 @@ def zero_one_kbest(E, P, gold, k):
 
 
 def reference_pa(X, y, n_labels, k, C, epochs, restricted=False, cost="hamming",
-                 loss_augmented=True):
-    """Algorithm 4 of paper 000 (PA / RPA lines), plainly, with averaging."""
+                 loss_augmented=True, order=1):
+    """Algorithm 4 of Mancev & Todorovic (PA / RPA lines), plainly, with averaging."""
     F = X[0].shape[1]
-    W, P = np.zeros((F, n_labels)), np.zeros((n_labels + 2, n_labels))
+    W, P = np.zeros((F, n_labels)), chain_zeros(n_labels, order)
     W_avg, P_avg, seen = np.zeros_like(W), np.zeros_like(P), 0
 
     def loss(gold, path):
@@ -40,18 +40,18 @@ def reference_pa(X, y, n_labels, k, C, epochs, restricted=False, cost="hamming",
                 paths = zero_one_kbest(E, P, gold, k)
             else:
                 paths, _ = kbest_decode(E, P, k, gold=gold, cost=1.0)
-            Fg = joint_feature(x, gold, n_labels)
+            Fg = joint_feature(x, gold, n_labels, order)
             for path in paths:
                 if np.array_equal(path, gold):
                     continue
-                Fp = joint_feature(x, path, n_labels)
+                Fp = joint_feature(x, path, n_labels, order)
                 dW, dP = Fg[0] - Fp[0], Fg[1] - Fp[1]
                 ell = loss(gold, path) - (W * dW).sum() - (P * dP).sum()
                 if ell <= 0:
                     continue
                 if restricted:  # eq. 27: y in A_w
                     y_hat, _ = viterbi_decode(emission_scores(x, W), P)
-                    Fh = joint_feature(x, y_hat, n_labels)
+                    Fh = joint_feature(x, y_hat, n_labels, order)
                     ell_hat = loss(gold, y_hat) - (W * (Fg[0] - Fh[0])).sum() - (P * (Fg[1] - Fh[1])).sum()
                     if ell < ell_hat:
                         continue
@@ -64,11 +64,12 @@ def reference_pa(X, y, n_labels, k, C, epochs, restricted=False, cost="hamming",
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("restricted", [False, True])
 @pytest.mark.parametrize("cost", ["hamming", "zero_one"])
-def test_pa_matches_reference_implementation(k, restricted, cost):
+@pytest.mark.parametrize("order", [1, 2])
+def test_pa_matches_reference_implementation(k, restricted, cost, order):
     X, y = random_problem(seed=11)
     model = PassiveAggressiveTagger(k=k, C=0.7, restricted=restricted, cost=cost, max_iter=3,
-                                    shuffle=False).fit(X, y)
-    W, P = reference_pa(X, y, 3, k, 0.7, 3, restricted, cost)
+                                    shuffle=False, order=order).fit(X, y)
+    W, P = reference_pa(X, y, 3, k, 0.7, 3, restricted, cost, order=order)
     np.testing.assert_allclose(model.coef_, W.T, atol=1e-9)
     np.testing.assert_allclose(model._decoding_weights()[1], P, atol=1e-9)
 

@@ -20,20 +20,26 @@ def random_problem(n=30, n_features=6, n_labels=3, seed=0):
     return X, y
 
 
-def reference_perceptron(X, y, n_labels, k, epochs):
-    """Algorithm 4 of paper 000 (perceptron lines), written plainly: returns the
-    final weights and the average of the weights after every example."""
+def chain_zeros(n_labels, order=1):
+    """Zero chain parameters P of a chain of ``order`` (trigram rows for 2)."""
+    return np.zeros((n_labels + 2 + (n_labels ** 2 if order == 2 else 0), n_labels))
+
+
+def reference_perceptron(X, y, n_labels, k, epochs, order=1):
+    """Algorithm 4 of Mancev & Todorovic (perceptron lines), written plainly:
+    returns the final weights and the average of the weights after every
+    example."""
     F = X[0].shape[1]
-    W, P = np.zeros((F, n_labels)), np.zeros((n_labels + 2, n_labels))
+    W, P = np.zeros((F, n_labels)), chain_zeros(n_labels, order)
     W_avg, P_avg, seen = np.zeros_like(W), np.zeros_like(P), 0
     for _ in range(epochs):
         for x, gold in zip(X, y):
             paths, _ = kbest_decode(emission_scores(x, W), P, k)
-            Fg_W, Fg_P = joint_feature(x, gold, n_labels)
+            Fg_W, Fg_P = joint_feature(x, gold, n_labels, order)
             for path in paths:
                 if np.array_equal(path, gold):
                     continue
-                Fp_W, Fp_P = joint_feature(x, path, n_labels)
+                Fp_W, Fp_P = joint_feature(x, path, n_labels, order)
                 dW, dP = Fg_W - Fp_W, Fg_P - Fp_P
                 if (W * dW).sum() + (P * dP).sum() <= 0:  # eq. 36: y in Err_w
                     W, P = W + dW, P + dP
@@ -43,10 +49,12 @@ def reference_perceptron(X, y, n_labels, k, epochs):
 
 @pytest.mark.parametrize("k", [1, 2, 4])
 @pytest.mark.parametrize("average", [False, True])
-def test_matches_reference_implementation(k, average):
+@pytest.mark.parametrize("order", [1, 2])
+def test_matches_reference_implementation(k, average, order):
     X, y = random_problem()
-    model = StructuredPerceptronTagger(k=k, max_iter=3, shuffle=False, average=average).fit(X, y)
-    final, averaged = reference_perceptron(X, y, 3, k, 3)
+    model = StructuredPerceptronTagger(k=k, max_iter=3, shuffle=False, average=average,
+                                       order=order).fit(X, y)
+    final, averaged = reference_perceptron(X, y, 3, k, 3, order)
     W, P = averaged if average else final
     np.testing.assert_allclose(model.coef_, W.T, atol=1e-9)
     np.testing.assert_allclose(model._decoding_weights()[1], P, atol=1e-9)

@@ -14,8 +14,8 @@ from test_perceptron import random_problem, separable_problem
 GAMMAS = ["uniform", "wm", "softmin", "optimization"]
 
 
-def dF(x, gold, path, L):
-    Fg, Fp = joint_feature(x, gold, L), joint_feature(x, path, L)
+def dF(x, gold, path, L, order=1):
+    Fg, Fp = joint_feature(x, gold, L, order), joint_feature(x, path, L, order)
     return Fg[0] - Fp[0], Fg[1] - Fp[1]
 
 
@@ -34,21 +34,21 @@ def set_gamma(v, gamma):
     return g
 
 
-def weighted_difference(x, gold, ystar, W, P, L, gamma, aggressive, gammas_out=None):
+def weighted_difference(x, gold, ystar, W, P, L, gamma, aggressive, gammas_out=None, order=1):
     """sum_J gamma(m^J) dF(m^J), J = {i} over the differing positions, with the
     fallback to dF(y*) when no template can be weighted."""
     diffs, v = [], []
     for i in np.flatnonzero(gold != ystar):
         m = gold.copy()
         m[i] = ystar[i]
-        dW, dP = dF(x, gold, m, L)
+        dW, dP = dF(x, gold, m, L, order)
         diffs.append((dW, dP))
         v.append((W * dW).sum() + (P * dP).sum())
     v = np.array(v)
     keep = v <= 0 if aggressive else np.ones(len(v), dtype=bool)
     if not keep.any() or (gamma in ("wm", "optimization") and v[keep].min() >= 0
                           and not (gamma == "optimization" and v[keep].min() == 0)):
-        return dF(x, gold, ystar, L)
+        return dF(x, gold, ystar, L, order)
     g = np.zeros(len(v))
     g[keep] = set_gamma(v[keep], gamma)
     if gammas_out is not None:
@@ -56,9 +56,9 @@ def weighted_difference(x, gold, ystar, W, P, L, gamma, aggressive, gammas_out=N
     return (sum(gi * d[0] for gi, d in zip(g, diffs)), sum(gi * d[1] for gi, d in zip(g, diffs)))
 
 
-def reference_swvp(X, y, L, k, epochs, gamma, aggressive):
+def reference_swvp(X, y, L, k, epochs, gamma, aggressive, order=1):
     F = X[0].shape[1]
-    W, P = np.zeros((F, L)), np.zeros((L + 2, L))
+    W, P = np.zeros((F, L)), np.zeros((L + 2 + (L * L if order == 2 else 0), L))
     W_avg, P_avg, seen = np.zeros_like(W), np.zeros_like(P), 0
     for _ in range(epochs):
         for x, gold in zip(X, y):
@@ -66,9 +66,10 @@ def reference_swvp(X, y, L, k, epochs, gamma, aggressive):
             for path in paths:
                 if np.array_equal(path, gold):
                     continue
-                dW, dP = dF(x, gold, path, L)
+                dW, dP = dF(x, gold, path, L, order)
                 if (W * dW).sum() + (P * dP).sum() <= 0:
-                    dW, dP = weighted_difference(x, gold, path, W, P, L, gamma, aggressive)
+                    dW, dP = weighted_difference(x, gold, path, W, P, L, gamma, aggressive,
+                                                 order=order)
                     W, P = W + dW, P + dP
             W_avg, P_avg, seen = W_avg + W, P_avg + P, seen + 1
     return W_avg / seen, P_avg / seen
@@ -86,11 +87,14 @@ def continuous_problem(n=30, n_features=6, n_labels=3, seed=4):
 @pytest.mark.parametrize("gamma", GAMMAS)
 @pytest.mark.parametrize("aggressive", [True, False])
 @pytest.mark.parametrize("k", [1, 3])
-def test_swvp_matches_reference(gamma, aggressive, k):
+@pytest.mark.parametrize("order", [1, 2])
+def test_swvp_matches_reference(gamma, aggressive, k, order):
+    """Order 2: the mixed assignments' differences include the (up to three)
+    trigrams around the changed position."""
     X, y = continuous_problem()
     model = SWVPTagger(k=k, gamma=gamma, aggressive=aggressive, max_iter=3,
-                       shuffle=False).fit(X, y)
-    W, P = reference_swvp(X, y, 3, k, 3, gamma, aggressive)
+                       shuffle=False, order=order).fit(X, y)
+    W, P = reference_swvp(X, y, 3, k, 3, gamma, aggressive, order)
     np.testing.assert_allclose(model.coef_, W.T, atol=1e-9)
     np.testing.assert_allclose(model._decoding_weights()[1], P, atol=1e-9)
 

@@ -40,8 +40,9 @@ class ChainTagger(BaseEstimator):
 
     Subclasses set the learned attributes ``classes_``, ``coef_`` (n_labels x
     n_features), ``transition_coef_`` (n_labels x n_labels, from row label to
-    column label), ``start_coef_`` and ``end_coef_`` (n_labels,) and
-    ``n_features_in_``.
+    column label), ``start_coef_`` and ``end_coef_`` (n_labels,),
+    ``trigram_coef_`` (n_labels x n_labels x n_labels, second-order chains;
+    None for first order) and ``n_features_in_``.
     """
 
     def _encode(self, y, data, classes):
@@ -65,7 +66,8 @@ class ChainTagger(BaseEstimator):
     def _decoding_weights(self):
         """(W (F, L), P (L + 2, L)), C-contiguous, from the public attributes."""
         return (np.ascontiguousarray(self.coef_.T, dtype=np.float64),
-                pack_chain(self.transition_coef_, self.start_coef_, self.end_coef_))
+                pack_chain(self.transition_coef_, self.start_coef_, self.end_coef_,
+                           getattr(self, "trigram_coef_", None)))
 
     def predict(self, X):
         """Most likely label sequence of each sentence (Viterbi).
@@ -83,7 +85,8 @@ class ChainTagger(BaseEstimator):
         data = as_stacked(X, self.n_features_in_)
         c = data.chain_data()
         W, P = self._decoding_weights()
-        codes = decode_corpus(c.indptr, c.indices, c.data, c.offsets, W, P)
+        order = 1 if getattr(self, "trigram_coef_", None) is None else 2
+        codes = decode_corpus(c.indptr, c.indices, c.data, c.offsets, W, P, order)
         return data.split(self.classes_[codes])
 
     def predict_kbest(self, X, k=5):
@@ -142,6 +145,7 @@ class ChainLearner(ChainTagger):
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
+        "order": [Interval(Integral, 1, 2, closed="both")],
     }
 
     # -- hooks of a learner family ------------------------------------------------
@@ -167,6 +171,9 @@ class ChainLearner(ChainTagger):
             if self._weights.average != bool(self.average):
                 raise ValueError("average: cannot change average when continuing training; "
                                  "refit")
+            if self._weights.order != self.order:
+                raise ValueError(f"order: cannot change order from {self._weights.order} to "
+                                 f"{self.order} when continuing training; refit")
             self._check_warm(data, codes)
             return data, codes, self.classes_
         data = as_stacked(X)
@@ -184,7 +191,8 @@ class ChainLearner(ChainTagger):
         saved = dict(self.__dict__)
         try:
             if not continuing:
-                weights = ChainWeights(data.n_features, len(classes), bool(self.average))
+                weights = ChainWeights(data.n_features, len(classes), bool(self.average),
+                                       int(self.order))
                 state = {"_weights": weights, "_rng": check_random_state(self.random_state),
                          "classes_": classes, "n_features_in_": data.n_features,
                          "n_iter_": 0, "history_": [], **self._new_state(data, codes)}
@@ -222,7 +230,8 @@ class ChainLearner(ChainTagger):
             raise ValueError("training produced non-finite weights; scale the features "
                              "down or lower C")
         self.coef_ = W.T
-        self.transition_coef_, self.start_coef_, self.end_coef_ = unpack_chain(P)
+        (self.transition_coef_, self.start_coef_, self.end_coef_,
+         self.trigram_coef_) = unpack_chain(P)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

@@ -583,7 +583,8 @@ def dual_epoch(DualState st, ChainData data, const long long[::1] order,
     cdef Py_ssize_t i, r, o, n, p, N = order.shape[0], steps
     if st.n_examples != data.n_sentences:
         raise ValueError("the dual state belongs to another training set")
-    cdef Workspace ws = Workspace(data, weights.n_labels, candidates_needed(k, True, cost), 1)
+    cdef Workspace ws = Workspace(data, weights.n_labels, weights.order,
+                                  candidates_needed(k, True, cost), 1)
     cdef _DualWork dw = _DualWork(diff_capacity(data.max_nnz, data.max_T))
     cdef Weights* w = weights.bind()
     cdef long long n_mistakes = 0, n_steps = 0

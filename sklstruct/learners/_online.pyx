@@ -18,7 +18,7 @@ from sklstruct._chain cimport (ChainData, ChainWeights, Corpus, Diff, Weights, W
                                candidates_needed, cost_of, decode_candidates, diff_margin,
                                diff_sqnorm, gram, margin, same_path)
 from sklstruct._qp cimport DenseGram, SimplexQP, dense_column, simplex_smo
-from sklstruct._viterbi cimport compute_emission, viterbi
+from sklstruct._viterbi cimport compute_emission, decode_best
 
 
 cdef enum:
@@ -110,7 +110,7 @@ cdef long long _pa_steps(Example* ex, Workspace ws, Weights* w, Params* p, bint*
             if stale:
                 compute_emission(ex.X.indptr, ex.X.indices, ex.X.data, ex.row0, T, w.W, L,
                                  ws.E)
-                viterbi(ws.E, T, L, w.P, ws.kb.delta, ws.kb.back, ws.y_hat)
+                decode_best(ws.E, T, L, w.P, w.order, ws.kb.delta, ws.kb.back, ws.y_hat)
                 ell_hat = (cost_of(ex.gold, ws.y_hat, T, p.cost)
                            - margin(ex.X, ex.row0, T, ex.gold, ws.y_hat, w))
                 stale = False
@@ -364,8 +364,8 @@ def online_epoch(ChainData data, const int[::1] y, const long long[::1] order,
     p.gamma = GAMMAS[gamma]
     p.aggressive = aggressive
     cdef Py_ssize_t K = candidates_needed(k, p.augment, cost)
-    cdef Workspace ws = Workspace(data, weights.n_labels, K, 1 + _EXTRA_DIFFS[rule] * K,
-                                  rule in ("swvp", "swvm"))
+    cdef Workspace ws = Workspace(data, weights.n_labels, weights.order, K,
+                                  1 + _EXTRA_DIFFS[rule] * K, rule in ("swvp", "swvm"))
     cdef Weights* w = weights.bind()
     cdef Example ex
     cdef Py_ssize_t i, s, n_sent = order.shape[0]

@@ -41,6 +41,13 @@ class KBestMIRATagger(OnlineLearner):
     max_iter, average, shuffle, random_state, verbose, warm_start
         As for :class:`~sklstruct.PassiveAggressiveTagger`.
 
+    order : {1, 2}, default=1
+        Order of the linear chain.  ``order=2`` adds label-trigram scores
+        ``trigram_coef_[y_{t-2}, y_{t-1}, y_t]`` to the model; decoding (Viterbi,
+        exact k-best, loss-augmented) then runs over label pairs, so its time per
+        token grows from O(L^2) to O(L^3) for L labels (see the README's
+        order 1 vs order 2 table for measured epoch times).
+
     Attributes
     ----------
     classes_, coef_, transition_coef_, start_coef_, end_coef_, n_features_in_, n_iter_, history_
@@ -64,7 +71,7 @@ class KBestMIRATagger(OnlineLearner):
     }
 
     def __init__(self, k=5, C=1.0, tol=1e-6, max_smo_iter=1000, cost="hamming", max_iter=10,
-                 average=True, shuffle=True, random_state=None, verbose=0, warm_start=False):
+                 average=True, shuffle=True, random_state=None, verbose=0, warm_start=False, order=1):
         self.k = k
         self.C = C
         self.tol = tol
@@ -76,6 +83,7 @@ class KBestMIRATagger(OnlineLearner):
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
+        self.order = order
 
     def _update_params(self):
         return {"rule": "mira", "C": float(self.C), "cost": COSTS[self.cost],

@@ -3,7 +3,7 @@ from ._base import OnlineLearner
 
 
 class StructuredPerceptronTagger(OnlineLearner):
-    """k-best structured perceptron for a first-order linear chain.
+    """k-best structured perceptron for a linear chain.
 
     For each sentence ``x^n`` the tagger finds its ``k`` best label sequences
     ``B^k_w`` under the current weights and walks through them in order; for
@@ -32,6 +32,13 @@ class StructuredPerceptronTagger(OnlineLearner):
     warm_start : bool, default=False
         Let ``fit`` continue from the current weights instead of starting over.
 
+    order : {1, 2}, default=1
+        Order of the linear chain.  ``order=2`` adds label-trigram scores
+        ``trigram_coef_[y_{t-2}, y_{t-1}, y_t]`` to the model; decoding (Viterbi,
+        exact k-best, loss-augmented) then runs over label pairs, so its time per
+        token grows from O(L^2) to O(L^3) for L labels (see the README's
+        order 1 vs order 2 table for measured epoch times).
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_labels,)
@@ -42,6 +49,9 @@ class StructuredPerceptronTagger(OnlineLearner):
         ``transition_coef_[a, b]`` scores label ``a`` followed by ``b``.
     start_coef_, end_coef_ : ndarray of shape (n_labels,)
         Scores of the first and last label of a sentence.
+    trigram_coef_ : ndarray of shape (n_labels, n_labels, n_labels) or None
+        With ``order=2``, ``trigram_coef_[a, b, c]`` scores the labels ``a, b,
+        c`` at three consecutive positions; None with ``order=1``.
     n_features_in_ : int
     n_iter_ : int
         Epochs run so far.
@@ -72,7 +82,7 @@ class StructuredPerceptronTagger(OnlineLearner):
     """
 
     def __init__(self, k=1, max_iter=10, average=True, shuffle=True, random_state=None,
-                 verbose=0, warm_start=False):
+                 verbose=0, warm_start=False, order=1):
         self.k = k
         self.max_iter = max_iter
         self.average = average
@@ -80,6 +90,7 @@ class StructuredPerceptronTagger(OnlineLearner):
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
+        self.order = order
 
     def _update_params(self):
         return {"rule": "perceptron"}

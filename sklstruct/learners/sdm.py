@@ -54,6 +54,13 @@ class SDMTagger(DualLearner):
         Continue the optimisation (working sets and weights) on the same
         training set instead of starting over.
 
+    order : {1, 2}, default=1
+        Order of the linear chain.  ``order=2`` adds label-trigram scores
+        ``trigram_coef_[y_{t-2}, y_{t-1}, y_t]`` to the model; decoding (Viterbi,
+        exact k-best, loss-augmented) then runs over label pairs, so its time per
+        token grows from O(L^2) to O(L^3) for L labels (see the README's
+        order 1 vs order 2 table for measured epoch times).
+
     Attributes
     ----------
     classes_ : ndarray of labels
@@ -85,7 +92,7 @@ class SDMTagger(DualLearner):
 
     def __init__(self, k=1, C=1.0, tol=1e-6, kappa=0.0, max_smo_iter=1000,
                  max_working_set=None, cost="hamming", max_iter=10, average=True, shuffle=True,
-                 random_state=None, verbose=0, warm_start=False):
+                 random_state=None, verbose=0, warm_start=False, order=1):
         self.k = k
         self.C = C
         self.tol = tol
@@ -99,6 +106,7 @@ class SDMTagger(DualLearner):
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
+        self.order = order
 
     def _update_params(self):
         return {"n_reprocess": 0, "prune": False,
