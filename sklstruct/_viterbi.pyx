@@ -587,7 +587,9 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
             n = kbest(&Ev[0, 0], T, L, &Pv[0, 0], k, &s, &pv[0, 0], &sv[0])
         kbest_free(&s)
     if status != 0:
-        raise MemoryError()
+        raise MemoryError(f"the k-best scratch for {T} tokens, {L} labels, order {order} and "
+                          f"k={k} does not fit in memory; use a smaller k or split long "
+                          "sentences")
     return paths[:n].copy(), scores[:n].copy()
 
 

@@ -287,12 +287,16 @@ def cmd_demo(args):
 
 
 def _make_features(args):
+    window = 1 if args.window is None else args.window
     if args.templates:
         templates = [t.strip() for t in args.templates.split(",") if t.strip()]
         if not templates:
             raise CommandError("--templates lists no template", USAGE_ERROR)
-        return SequenceVectorizer(templates, window=args.window, min_freq=args.min_freq)
-    return feature_set(args.features, window=args.window, min_freq=args.min_freq)
+        return SequenceVectorizer(templates, window=window, min_freq=args.min_freq)
+    if args.window is not None and args.features != "S3":
+        raise CommandError(f"--window applies to --templates and --features S3 only; the "
+                           f"{args.features!r} preset has its own window", USAGE_ERROR)
+    return feature_set(args.features, window=window, min_freq=args.min_freq)
 
 
 def cmd_train(args):
@@ -395,12 +399,13 @@ def build_parser():
     train.add_argument("--estimator", "-e", choices=sorted(TAGGERS), default="perceptron")
     train.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                        help="estimator parameter, e.g. -p k=5 -p max_iter=20 (repeatable)")
-    train.add_argument("--features", choices=["chunking", "S1", "S2", "S3"], default="chunking",
-                       help="feature preset (chunking needs a POS column)")
+    train.add_argument("--features", choices=["chunking", "S1", "S2", "S3", "swvm"],
+                       default="chunking",
+                       help="feature preset (chunking and swvm need a POS column)")
     train.add_argument("--templates",
                        help="comma-separated feature templates (overrides --features)")
-    train.add_argument("--window", type=_int_at_least(0), default=1,
-                       help="window for --templates and S3")
+    train.add_argument("--window", type=_int_at_least(0), default=None,
+                       help="window for --templates and S3 (default 1)")
     train.add_argument("--min-freq", type=_int_at_least(1), default=1)
     train.add_argument("--target-column", type=int, default=-1)
     train.add_argument("--verbose", "-v", type=_int_at_least(0), default=0)

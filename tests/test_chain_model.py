@@ -71,3 +71,14 @@ def test_allocation_bounds():
         online_epoch(X.chain_data(), np.zeros(2000, dtype=np.int32),
                      np.array([0], dtype=np.int64), ChainWeights(2, 1000, False),
                      "perceptron", 10**5)
+
+
+def test_predict_kbest_allocation_is_bounded_with_a_clear_error():
+    from sklstruct import StructuredPerceptronTagger
+
+    rng = np.random.default_rng(0)
+    X = [sp.csr_matrix(rng.random((3, 4))) for _ in range(4)]
+    model = StructuredPerceptronTagger(max_iter=1).fit(X, [["a", "b", "c"]] * 4)
+    with pytest.raises(MemoryError, match="k-best scratch would need"):
+        model.predict_kbest([sp.csr_matrix(rng.random((20000, 4)))], k=100000)
+    assert len(model.predict_kbest(X[:1], k=2)[0][0]) == 2

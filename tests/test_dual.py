@@ -1,4 +1,4 @@
-"""k-best SDM and LaRank: the dual machinery and the theory of paper 000, sections 3, 4.2, 4.3."""
+"""k-best SDM and LaRank: the dual machinery and the theory of Mancev & Todorovic (k-Best Max-margin Approaches for Sequence Labeling), sections 3, 4.2, 4.3."""
 import itertools
 import pickle
 
@@ -219,7 +219,7 @@ def test_warm_start_refuses_a_new_cost_and_kappa_must_be_below_C():
             cls(C=0.5, kappa=0.5).fit(X, y)
 
 
-# -- equivalences of the first epoch (paper 000, Fig. 1 and end of section 4.2) ----------
+# -- equivalences of the first epoch (Mancev & Todorovic, Fig. 1 and end of section 4.2) ----------
 
 def test_larank_with_k1_and_no_reprocess_equals_sdm_first_epoch():
     X, y = random_problem(seed=8)

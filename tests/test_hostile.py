@@ -179,6 +179,15 @@ def test_partial_fit_classes_errors():
     assert not hasattr(model, "classes_")
     model.partial_fit(X, y, classes=["a", "b", "c"])
     assert list(model.classes_) == ["a", "b", "c"]
+    # later calls: the same set (in any order) or None, as in scikit-learn
+    model.partial_fit(X, y, classes=["c", "a", "b"])
+    model.partial_fit(X, y)
+    coef = model.coef_.copy()
+    for other in (["a", "b", "c", "d"], ["a", "b"], [1, 2, 3]):
+        with pytest.raises(ValueError, match="not the same as on the first call"):
+            model.partial_fit(X, y, classes=other)
+    np.testing.assert_array_equal(model.coef_, coef)
+    assert model.n_iter_ == 3
 
 
 # -- property-based: whatever a hostile user does, the model stays consistent -------------

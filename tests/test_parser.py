@@ -327,7 +327,7 @@ def test_tree_that_contains_itself_is_refused():
     X, trees = toy()
     loop = Tree.fromstring(TOY[0])
     loop.children[0].children.append(loop)
-    with pytest.raises(ValueError, match=r"y\[0\]: the tree contains itself"):
+    with pytest.raises(ValueError, match=r"y\[0\]: Tree .S. is cyclic"):
         F1MaxMarginParser(max_iter=2).fit(X[:1], [loop])
 
 

@@ -397,3 +397,25 @@ def test_binarize_and_parseval_refuse_a_tree_that_contains_itself():
         binarize(tree)
     with pytest.raises(ValueError, match="cyclic"):
         parseval([tree], [tree])
+
+
+@pytest.mark.parametrize("tree, message", [
+    (Tree("S", [Tree(5, ["x"])]), "tree label 5 is not a string"),
+    (Tree("S", [Tree("NN", [3])]), "word 3 under node 'NN' is not a string"),
+    (Tree("S", [Tree("NN", [None])]), "word None under node 'NN' is not a string"),
+    (Tree("S", ("not", "a", "list")), None),   # the constructor makes a list: fine
+])
+def test_helpers_refuse_non_string_labels_and_words(tree, message):
+    from sklstruct.parsing import binarize, parseval
+
+    good = Tree.fromstring("(S (NN x))")
+    if message is None:
+        assert str(tree) == "(S not a list)"
+        return
+    for call in (lambda: str(tree), tree.leaves, lambda: binarize(tree),
+                 lambda: parseval([good], [tree]), lambda: parseval([tree], [good])):
+        with pytest.raises(ValueError, match=message):
+            call()
+    tree.children = "xyz"
+    with pytest.raises(ValueError, match="are a str, not a list"):
+        str(tree)

@@ -80,7 +80,7 @@ def test_kbest_with_ties(problem, k):
 @settings(max_examples=200, deadline=None)
 @given(chain_problems(), st.integers(1, 12), st.sampled_from([1.0, 0.5, 3.0]))
 def test_loss_augmented_kbest_matches_brute_force(problem, k, cost):
-    """Paper 000, eq. 12: the k sequences with the largest w.F(x, y) + L(y^n, y)."""
+    """Mancev & Todorovic, eq. 12: the k sequences with the largest w.F(x, y) + L(y^n, y)."""
     E, P, gold = problem
     check_kbest(E, P, k, gold=gold, cost=cost)
 

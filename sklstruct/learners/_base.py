@@ -23,7 +23,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._chain import COSTS, ChainWeights
+from .._chain import COSTS, ChainWeights, check_alloc
 from .._validation import MAX_C, MAX_K, check_classes, check_k, check_label_sequences
 from .._viterbi import decode_corpus, kbest_decode
 from ..chain import as_stacked, pack_chain, unpack_chain
@@ -111,6 +111,8 @@ class ChainTagger(BaseEstimator):
         W, P = self._decoding_weights()
         E = np.asarray(data.matrix @ W)
         L = P.shape[1]
+        order = 1 if P.shape[0] == L + 2 else 2
+        check_alloc("the k-best scratch", k, int(data.lengths.max()) * L ** order + 1, 16)
         result = []
         for a, b in zip(data.offsets[:-1], data.offsets[1:]):
             # no more sequences than exist: L ** T may be smaller than k
@@ -166,6 +168,14 @@ class ChainLearner(ChainTagger):
     def _prepare(self, X, y, continuing, classes=None):
         """Validate everything; return (data, codes, classes) without touching self."""
         if continuing:
+            if classes is not None:
+                given, _ = check_classes(classes)
+                if not (given.shape == self.classes_.shape
+                        and _kind(given) == _kind(self.classes_)
+                        and np.all(given == self.classes_)):
+                    raise ValueError(f"classes: {given.tolist()[:10]} is not the same as on the "
+                                     f"first call to partial_fit, {self.classes_.tolist()[:10]}; "
+                                     "refit to change the label set")
             data = as_stacked(X, self.n_features_in_)
             codes = self._encode(y, data, self.classes_)
             if self._weights.average != bool(self.average):
@@ -275,7 +285,8 @@ class OnlineLearner(ChainLearner):
         y : list of array-like of shape (n_tokens_i,)
         classes : array-like, optional
             All labels that will ever occur.  Needed on the first call only if
-            later batches contain labels the first batch lacks.
+            later batches contain labels the first batch lacks; on later calls
+            it must be the same set (or None), as in scikit-learn.
 
         Returns
         -------

@@ -9,7 +9,8 @@ the previous update (Algorithm 4).  Updates are sparse and lazily averaged
 (:mod:`sklstruct._chain`).
 
 An update rule is a ``cdef`` function of the type ``UpdateRule``; adding a
-learner means writing one and naming it in ``_rule``.
+learner means writing one and giving it one line in ``_rule`` (with what it
+needs of the shared workspace).
 """
 from libc.math cimport exp
 
@@ -303,24 +304,39 @@ cdef long long swvm_update(Example* ex, Workspace ws, Weights* w, Params* p,
     return _mira_step(ws, w, p, _constraints(ex, ws, w, p, mistake, True))
 
 
-cdef UpdateRule _rule(str name) except NULL:
+cdef struct Rule:
+    UpdateRule update
+    Py_ssize_t extra_diffs   # joint-feature differences held at once, per candidate, beyond one
+    bint augmentable         # takes loss-augmented candidates (eq. 12) when asked to
+    bint templates           # its differences are sums of single-position ones (size them so)
+
+
+cdef inline Rule _entry(UpdateRule update, Py_ssize_t extra_diffs, bint augmentable,
+                        bint templates) noexcept:
+    cdef Rule r
+    r.update = update
+    r.extra_diffs = extra_diffs
+    r.augmentable = augmentable
+    r.templates = templates
+    return r
+
+
+cdef Rule _rule(str name) except *:
+    """Every update rule of this family, once: adding a learner means its
+    function above and one line here."""
     if name == "perceptron":
-        return perceptron_update
+        return _entry(perceptron_update, 0, False, False)
     if name == "pa":
-        return pa_update
+        return _entry(pa_update, 0, True, False)
     if name == "rpa":
-        return rpa_update
+        return _entry(rpa_update, 0, True, False)
     if name == "mira":
-        return mira_update
+        return _entry(mira_update, 1, True, False)
     if name == "swvp":
-        return swvp_update
+        return _entry(swvp_update, 0, False, True)
     if name == "swvm":
-        return swvm_update
+        return _entry(swvm_update, 1, False, True)
     raise ValueError(f"unknown update rule {name!r}")
-
-
-#: How many joint-feature differences each rule holds at once, beyond k.
-_EXTRA_DIFFS = {"perceptron": 0, "pa": 0, "rpa": 0, "mira": 1, "swvp": 0, "swvm": 1}
 
 
 def online_epoch(ChainData data, const int[::1] y, const long long[::1] order,
@@ -351,21 +367,22 @@ def online_epoch(ChainData data, const int[::1] y, const long long[::1] order,
     n_mistakes : sentences whose best candidate was not the gold sequence
     n_updates : sequences that changed the weights
     """
-    cdef UpdateRule update = _rule(rule)
+    cdef Rule r = _rule(rule)
+    cdef UpdateRule update = r.update
     cdef Params p
     p.k = k
     p.C = C
     p.cost = cost
     p.tol = tol
     p.max_steps = max_smo_steps
-    p.augment = augment and rule not in ("perceptron", "swvp", "swvm")
+    p.augment = augment and r.augmentable
     if gamma not in GAMMAS:
         raise ValueError(f"unknown gamma {gamma!r}")
     p.gamma = GAMMAS[gamma]
     p.aggressive = aggressive
     cdef Py_ssize_t K = candidates_needed(k, p.augment, cost)
     cdef Workspace ws = Workspace(data, weights.n_labels, weights.order, K,
-                                  1 + _EXTRA_DIFFS[rule] * K, rule in ("swvp", "swvm"))
+                                  1 + r.extra_diffs * K, r.templates)
     cdef Weights* w = weights.bind()
     cdef Example ex
     cdef Py_ssize_t i, s, n_sent = order.shape[0]

@@ -42,7 +42,7 @@ binarized tree.
 import numbers
 import re
 
-from .tree import Tree, _check_acyclic, _fold, _unescape
+from .tree import Tree, _check_tree, _fold, _unescape
 
 __all__ = ["binarize", "unbinarize", "is_artificial", "base_label"]
 
@@ -157,7 +157,7 @@ def binarize(tree, factor="right", horizontal=None, vertical=1):
     """
     if not isinstance(tree, Tree):
         raise TypeError(f"binarize expects a Tree, got {type(tree).__name__}.")
-    _check_acyclic(tree)
+    _check_tree(tree)
     _check_params(factor, horizontal, vertical)
     right = factor == "right"
     keep = vertical - 1

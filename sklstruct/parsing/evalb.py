@@ -47,12 +47,13 @@ of ``evalb.c`` / ``COLLINS.prm`` they come from:
    length = words other than ``-NONE-``, ``DELETE_LABEL_FOR_LENGTH``) is
    ``parseval(..., max_length=40)``.
 
-Paper 002 reports precision, recall, F1 and 0/1 accuracy (complete match) of
-this kind on the unbinarized trees (section 3, Table 1).
+Bauer, Nakajima, Goernitz and Mueller ("Optimizing for Measure of Performance
+in Max-Margin Parsing", 2017) report precision, recall, F1 and 0/1 accuracy
+(complete match) of this kind on the unbinarized trees (section 3, Table 1).
 """
 from collections import Counter
 
-from .tree import Tree, _check_acyclic
+from .tree import Tree, _check_tree
 
 __all__ = ["bracket_counts", "parseval", "parseval_f1", "parseval_scorer"]
 
@@ -99,7 +100,7 @@ class _Sentence:
     __slots__ = ("words", "tags", "length", "brackets", "all_words")
 
     def __init__(self, tree):
-        _check_acyclic(tree)
+        _check_tree(tree)
         tagged = _tagged_words(tree)
         self.all_words = [w for w, tag in tagged if tag != "-NONE-"]
         keep = [tag not in DELETE_LABELS for _, tag in tagged]

@@ -29,7 +29,7 @@ from .binarize import binarize, unbinarize
 from .evalb import parseval_f1
 from .model import LOSSES, CompiledGrammar
 from .grammar import Grammar
-from .tree import Tree, _check_acyclic, preprocess
+from .tree import Tree, _check_tree, preprocess
 
 #: Labels of a root bracket that is not counted (EVALB's COLLINS.prm).
 _ROOT_LABELS = ("TOP", "ROOT", "")
@@ -74,33 +74,15 @@ def check_sentences(X, name="X"):
 
 
 def check_tree(tree, where):
-    """Raise ValueError unless ``tree`` is a ``Tree`` whose labels and words
-    are all ``str`` and that does not contain itself (iterative: any depth;
-    a subtree shared by several parents is walked once)."""
+    """Raise ValueError (InputTypeError for a non-Tree) naming ``where`` unless
+    ``tree`` is a well-formed ``Tree`` (:func:`.tree._check_tree`: str labels
+    and words, no node containing itself; any depth)."""
     if not isinstance(tree, Tree):
         raise InputTypeError(f"{where}: expected a Tree; got {type(tree).__name__}")
-    seen = set()
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if not isinstance(node.label, str):
-            raise ValueError(f"{where}: tree label {node.label!r} is not a string")
-        if not isinstance(node.children, list):
-            raise ValueError(f"{where}: the children of node {node.label!r} are a "
-                             f"{type(node.children).__name__}, not a list")
-        for child in node.children:
-            if isinstance(child, Tree):
-                stack.append(child)
-            elif not isinstance(child, str):
-                raise ValueError(f"{where}: word {child!r} under node {node.label!r} is not "
-                                 "a string")
     try:
-        _check_acyclic(tree)
+        _check_tree(tree)
     except ValueError as exc:
-        raise ValueError(f"{where}: the tree contains itself ({exc})") from None
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def _int_tree(tree, index):

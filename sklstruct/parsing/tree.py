@@ -108,7 +108,7 @@ class Tree:
 
     def subtrees(self):
         """All nodes (Tree objects) in preorder."""
-        _check_acyclic(self)
+        _check_tree(self)
         out = []
         stack = [self]
         while stack:
@@ -131,7 +131,7 @@ class Tree:
         Spans are word offsets, ``end`` exclusive; the list is in preorder
         (a parent before its children, siblings left to right).
         """
-        _check_acyclic(self)
+        _check_tree(self)
         out = []
         position = 0
         # (node, index into out or -1): the end of a constituent is known when
@@ -164,7 +164,7 @@ class Tree:
 
     def height(self):
         """Number of nodes on the longest path from this node to a word."""
-        _check_acyclic(self)
+        _check_tree(self)
         best = 0
         stack = [(self, 1)]
         while stack:
@@ -184,7 +184,7 @@ class Tree:
             is empty, so that the string could not be read back, or if the
             tree contains itself.
         """
-        _check_acyclic(self)
+        _check_tree(self)
         parts = []
         stack = [self]
         while stack:
@@ -223,7 +223,7 @@ class Tree:
     def _flat(self):
         """Preorder tuple of (label, n_children) pairs and words: the identity
         of the tree, used for equality, hashing and pickling."""
-        _check_acyclic(self)
+        _check_tree(self)
         out = []
         stack = [self]
         while stack:
@@ -252,24 +252,36 @@ class Tree:
         return (_from_flat, (self._flat(),))
 
 
-def _check_acyclic(tree):
-    """Raise ValueError if ``tree`` contains itself, directly or through its
-    descendants (possible only for a tree built or changed by hand), so that
-    the walks over it end.  One iterative walk with an id set; only if a node
-    is reached twice (a cycle, or a subtree that appears twice, which is
-    legal) does :func:`_find_cycle` tell the two apart."""
+def _check_tree(tree):
+    """Raise ValueError unless ``tree`` is well formed: every label a ``str``,
+    every node's children a list of Trees and words (``str``), and no node
+    containing itself, directly or through its descendants (possible only for
+    a tree built or changed by hand), so that the walks over it end.  One
+    iterative walk with an id set (a subtree that appears twice, which is
+    legal, is walked once); only if a node is reached twice does
+    :func:`_find_cycle` tell a cycle from a shared subtree."""
     seen = set()
     stack = [tree]
+    revisited = False
     while stack:
         node = stack.pop()
-        if isinstance(node, str):
-            continue
         key = id(node)
         if key in seen:
-            _find_cycle(tree)
-            return
+            revisited = True
+            continue
         seen.add(key)
-        stack.extend(node.children)
+        if not isinstance(node.label, str):
+            raise ValueError(f"tree label {node.label!r} is not a string")
+        if not isinstance(node.children, list):
+            raise ValueError(f"the children of node {node.label!r} are a "
+                             f"{type(node.children).__name__}, not a list")
+        for child in node.children:
+            if isinstance(child, Tree):
+                stack.append(child)
+            elif not isinstance(child, str):
+                raise ValueError(f"word {child!r} under node {node.label!r} is not a string")
+    if revisited:
+        _find_cycle(tree)
 
 
 def _find_cycle(tree):
@@ -338,7 +350,7 @@ def _fold(tree, build, splice=None):
     With ``splice`` (a label prefix), a phrasal node whose label starts with
     it is not built: its rebuilt children go straight into its parent's list
     (how :func:`~sklstruct.parsing.unbinarize` removes artificial nodes)."""
-    _check_acyclic(tree)
+    _check_tree(tree)
     stack = [(tree, iter(tree.children), [])]
     while True:
         node, children, built = stack[-1]
