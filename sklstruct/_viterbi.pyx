@@ -181,30 +181,32 @@ cdef inline Py_ssize_t _degree(KBestScratch* s, Py_ssize_t v, Py_ssize_t end) no
     return s.L
 
 
-cdef inline Py_ssize_t _pred(KBestScratch* s, Py_ssize_t v, Py_ssize_t x) noexcept nogil:
-    """Predecessor x of node v (v not at position 0)."""
-    cdef Py_ssize_t t = v // s.S
+cdef inline Py_ssize_t _pred(KBestScratch* s, Py_ssize_t t, Py_ssize_t st,
+                             Py_ssize_t x) noexcept nogil:
+    """Predecessor x of the node at position t >= 1 in state st (the end
+    node: t = T, st = 0).  Position and state are passed, not recomputed
+    from the node index, to keep divisions out of the candidate loops."""
     if s.order == 1:
         return (t - 1) * s.L + x
     if t == s.T:                                   # the end node
         return x if s.T == 1 else (t - 1) * s.S + x
     if t == 1:                                     # (1, a, b): from (0, a)
-        return (v - s.S) // s.L
-    return (t - 1) * s.S + x * s.L + (v - t * s.S) // s.L
+        return st // s.L
+    return (t - 1) * s.S + x * s.L + st // s.L
 
 
-cdef inline double _extend(KBestScratch* s, double prev, Py_ssize_t v, Py_ssize_t x,
-                           bint at_end) noexcept nogil:
-    """The score of a prefix ending at predecessor x of v, extended into v
-    (before v's emission): the same operations as the Viterbi recursions."""
-    cdef Py_ssize_t L = s.L, st
+cdef inline double _extend(KBestScratch* s, double prev, Py_ssize_t t, Py_ssize_t st,
+                           Py_ssize_t x, bint at_end) noexcept nogil:
+    """The score of a prefix ending at predecessor x of the node (t, st),
+    extended into it (before its emission): the same operations as the
+    Viterbi recursions."""
+    cdef Py_ssize_t L = s.L
     cdef const double* P = s.P
+    if s.order == 1:
+        return prev + (P[(L + 1) * L + x] if at_end else P[x * L + st])
     if at_end:
         return prev + P[(L + 1) * L + x % L]
-    if s.order == 1:
-        return prev + P[x * L + v % L]
-    st = v % s.S                                   # a * L + b
-    if v // s.S == 1:
+    if t == 1:
         return prev + P[st]
     return (prev + P[(L + 2) * L + (x * L + st // L) * L + st % L]) + P[st]
 
@@ -213,24 +215,41 @@ cdef inline double _rank_score(KBestScratch* s, Py_ssize_t v, Py_ssize_t r) noex
     return s.delta[v] if r == 0 else s.rscore[v * s.K + r]
 
 
-cdef void _start_set(KBestScratch* s, Py_ssize_t v, bint at_end, Py_ssize_t end) noexcept nogil:
-    """Candidate set of node v (not fixed, or the end node): rank 0 of every
-    predecessor except the one v's own rank 0 came from."""
+cdef void _start_set(KBestScratch* s, Py_ssize_t v, Py_ssize_t t, Py_ssize_t st, bint at_end,
+                     Py_ssize_t end) noexcept nogil:
+    """Candidate set of node v = (t, st) (not fixed, or the end node): rank 0
+    of every predecessor except the one v's own rank 0 came from."""
     cdef Py_ssize_t c = s.n_sets, x, n = 0, deg = _degree(s, v, end)
     cdef Py_ssize_t used = s.rlabel[v * s.K] if at_end else s.back[v]
     cdef double* key = s.ckey + s.n_slots
     cdef int* lab = s.clabel + s.n_slots
     cdef int* rk = s.crank + s.n_slots
+    cdef const double* prev
+    cdef const double* arc
+    cdef Py_ssize_t stride
     s.cstart[c] = s.n_slots
     s.n_slots += deg
     s.n_sets += 1
     s.set_of[v] = <int>c
-    for x in range(deg):
-        if x != used:
-            key[n] = _extend(s, s.delta[_pred(s, v, x)], v, x, at_end)
-            lab[n] = <int>x
-            rk[n] = 0
-            n += 1
+    if s.order == 1:
+        # the common case without the general lattice's index arithmetic:
+        # prev[x] + arc[x * stride], the same sums as _extend
+        prev = s.delta + (t - 1) * s.L
+        arc = s.P + ((s.L + 1) * s.L if at_end else st)
+        stride = 1 if at_end else s.L
+        for x in range(deg):
+            if x != used:
+                key[n] = prev[x] + arc[x * stride]
+                lab[n] = <int>x
+                rk[n] = 0
+                n += 1
+    else:
+        for x in range(deg):
+            if x != used:
+                key[n] = _extend(s, s.delta[_pred(s, t, st, x)], t, st, x, at_end)
+                lab[n] = <int>x
+                rk[n] = 0
+                n += 1
     s.csize[c] = <int>n
 
 
@@ -245,14 +264,15 @@ cdef inline Py_ssize_t _last_pred(KBestScratch* s, Py_ssize_t v, Py_ssize_t end,
     else:
         x[0] = s.rlabel[v * s.K + r]
         j[0] = s.rrank[v * s.K + r]
-    return _pred(s, v, x[0])
+    cdef Py_ssize_t t = v // s.S
+    return _pred(s, t, v - t * s.S, x[0])
 
 
 cdef bint _next_rank(KBestScratch* s) noexcept nogil:
     """Find the next rank of the end node (iterative form of the recursion:
     first walk down while the successor candidate is still unknown, then find
     the new ranks bottom up).  False when no further sequence exists."""
-    cdef Py_ssize_t K = s.K, end = s.T * s.S, depth = 0, d, v, u, r, j, x, c, n, i, best
+    cdef Py_ssize_t K = s.K, end = s.T * s.S, depth = 0, d, v, u, r, j, x, c, n, i, best, t, st
     cdef double* key
     cdef int* lab
     cdef int* rk
@@ -275,9 +295,11 @@ cdef bint _next_rank(KBestScratch* s) noexcept nogil:
             s.set_of[v] = -2
             continue
         at_end = v == end
+        t = v // s.S
+        st = v - t * s.S
         r = s.cnt[v]
         if s.set_of[v] == -1:
-            _start_set(s, v, at_end, end)
+            _start_set(s, v, t, st, at_end, end)
         c = s.set_of[v]
         key = s.ckey + s.cstart[c]
         lab = s.clabel + s.cstart[c]
@@ -286,7 +308,7 @@ cdef bint _next_rank(KBestScratch* s) noexcept nogil:
         # the successor of the candidate taken last
         u = _last_pred(s, v, end, &x, &j)
         if j + 1 < s.cnt[u]:
-            key[n] = _extend(s, _rank_score(s, u, j + 1), v, x, at_end)
+            key[n] = _extend(s, _rank_score(s, u, j + 1), t, st, x, at_end)
             lab[n] = <int>x
             rk[n] = <int>(j + 1)
             n += 1
@@ -300,8 +322,7 @@ cdef bint _next_rank(KBestScratch* s) noexcept nogil:
         for i in range(1, n):
             if key[i] > key[best] or (key[i] == key[best] and lab[i] < lab[best]):
                 best = i
-        s.rscore[v * K + r] = key[best] if at_end else key[best] + s.E[(v // s.S) * s.L
-                                                                          + v % s.L]
+        s.rscore[v * K + r] = key[best] if at_end else key[best] + s.E[t * s.L + st % s.L]
         s.rlabel[v * K + r] = lab[best]
         s.rrank[v * K + r] = rk[best]
         s.cnt[v] = <int>(r + 1)
@@ -327,7 +348,7 @@ cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double*
     :c:func:`decode_best`, whose result is the first sequence.  ``s`` comes
     from kbest_alloc(max_T >= T, L, K' >= K, order).
     """
-    cdef Py_ssize_t v, u, t, n, x, r, end = T * s.S, K1 = min(K, s.K)
+    cdef Py_ssize_t v, u, t, st, n, x, r, end = T * s.S, K1 = min(K, s.K)
     s.T = T
     s.E = E
     s.P = P
@@ -349,21 +370,22 @@ cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double*
         scores[n] = s.rscore[end * s.K + n]
         x = s.rlabel[end * s.K + n]
         r = s.rrank[end * s.K + n]
-        u = _pred(s, end, x)
+        u = _pred(s, T, 0, x)
         while True:
             t = u // s.S
-            paths[n * T + t] = <int>(u % L)
+            st = u - t * s.S
+            paths[n * T + t] = <int>(st % L)
             if t == 0:
                 break
             if _fixed(s, u, end):       # second order, position 1: from (0, a)
-                u = _pred(s, u, 0)
+                u = _pred(s, t, st, 0)
                 continue
             if r == 0:  # from here on the Viterbi prefix of u
                 x = s.back[u]
             else:
                 x = s.rlabel[u * s.K + r]
                 r = s.rrank[u * s.K + r]
-            u = _pred(s, u, x)
+            u = _pred(s, t, st, x)
         n += 1
     return n
 

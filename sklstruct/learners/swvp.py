@@ -46,11 +46,9 @@ class SWVPTagger(OnlineLearner):
         in Algorithm 2, line 8).
 
     order : {1, 2}, default=1
-        Order of the linear chain.  ``order=2`` adds label-trigram scores
-        ``trigram_coef_[y_{t-2}, y_{t-1}, y_t]`` to the model; decoding (Viterbi,
-        exact k-best, loss-augmented) then runs over label pairs, so its time per
-        token grows from O(L^2) to O(L^3) for L labels (see the README's
-        order 1 vs order 2 table for measured epoch times).
+        Order of the linear chain: 2 adds label-trigram scores
+        (``trigram_coef_``) and decodes over label pairs, O(L^3) per token; see
+        :class:`~sklstruct.StructuredPerceptronTagger` for measured costs.
 
     Attributes
     ----------
