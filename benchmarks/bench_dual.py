@@ -1,4 +1,4 @@
-"""k-best SDM and one-pass k-best LaRank beside the online learners (paper 000, Fig. 3, Table 1).
+"""k-best SDM and one-pass k-best LaRank beside the online learners (Mancev & Todorovic, Fig. 3, Table 1).
 
 On CoNLL-2000 chunking (full train, official test) and CoNLL-2002 Spanish NER
 (train; testa to choose C; testb for the score): SDM for k in {1, 2, 5, 10}

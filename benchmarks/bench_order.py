@@ -12,10 +12,13 @@ multiple of the first-order one (the target of issue 12: at most L, the
 number of labels), and Viterbi decoding speed (``predict`` on prepared
 features, tokens/s), whose cost per token grows from O(L^2) to O(L^3).
 
+``--features swvm`` uses the templates of Ringel, Dror & Reichart
+(Appendix B) instead, whose model is second order in the paper.
+
 Usage::
 
     python benchmarks/bench_order.py [--data DIR] [--epochs 10] [--seeds 3]
-        [--corpus conll2000 conll2002_esp] [--out FILE]
+        [--corpus conll2000 conll2002_esp] [--features default|swvm] [--out FILE]
 """
 import argparse
 import sys
@@ -23,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from common import DEFAULT_DATA, in_child, load_corpus, run_estimator
+from common import DEFAULT_DATA, in_child, load, load_corpus, report, run_estimator
 
-from sklstruct import KBestMIRATagger, PassiveAggressiveTagger
+from sklstruct import KBestMIRATagger, PassiveAggressiveTagger, feature_set
 
 CORPORA = {"conll2000": ("CoNLL-2000 chunking", "test", 1.0),
            "conll2002_esp": ("CoNLL-2002 Spanish NER", "testb", 0.1)}
@@ -39,7 +42,15 @@ def learners(C, epochs, seed):
 
 def run(corpus, args):
     title, test, C = CORPORA[corpus]
-    data = load_corpus(args.data, corpus)
+    if args.features == "swvm":
+        root = Path(args.data)
+        train, tests = ((root / "conll2000" / "train.txt", {"test": root / "conll2000" / "test.txt"})
+                        if corpus == "conll2000" else
+                        (root / "conll2002" / "esp.train", {"testb": root / "conll2002" / "esp.testb"}))
+        data = load(train, tests, feature_set("swvm"))
+        title += ', feature_set("swvm")'
+    else:
+        data = load_corpus(args.data, corpus)
     L = len({label for seq in data["y"]["train"] for label in seq})
     rows = {}
     for seed in range(args.seeds):
@@ -83,14 +94,13 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--corpus", nargs="+", choices=list(CORPORA), default=list(CORPORA))
+    parser.add_argument("--features", choices=["default", "swvm"], default="default",
+                        help="default: the features of bench_online.py; swvm: the 19 "
+                             "word/POS templates of Ringel, Dror & Reichart, Appendix B")
     parser.add_argument("--out", help="write the markdown here")
     args = parser.parse_args(argv)
-    text = (f"# Order 1 vs order 2\n\nCommand: `python benchmarks/bench_order.py "
-            f"{' '.join(sys.argv[1:] if argv is None else argv)}`\n\n"
-            + "\n".join(run(corpus, args) for corpus in args.corpus))
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
+    report("Order 1 vs order 2", "bench_order.py", argv,
+           "\n".join(run(corpus, args) for corpus in args.corpus), args.out)
     return 0
 
 

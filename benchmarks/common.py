@@ -105,7 +105,9 @@ def run_crfsuite(data, name, algorithm, params, test, queue):
         pred_s = time.perf_counter() - tic
     queue.put(dict(name=name, f1=chunk_report(data["y"][test], pred).f1, epoch_s=epoch_s,
                    fit_s=fit_s, pred_tps=n_tokens(data, test) / pred_s,
-                   pred_raw_tps=float("nan"), mem_mb=peak_mb() - base))
+                   pred_raw_tps=float("nan"), mem_mb=peak_mb() - base, iterations=len(iters),
+                   objective=float(iters[-1].get("loss", float("nan"))) if iters
+                   else float("nan")))
 
 
 def in_child(target, *args):
@@ -153,6 +155,18 @@ def load_corpus(root, name):
     esp = root / "conll2002"
     return load(esp / "esp.train", {"testa": esp / "esp.testa", "testb": esp / "esp.testb"},
                 SequenceVectorizer(NER_TEMPLATES, window=1))
+
+
+def report(title, script, argv, body, out=None):
+    """Print a markdown report headed by the command that made it; write it
+    to ``out`` if given."""
+    import sys
+
+    text = (f"# {title}\n\nCommand: `python benchmarks/{script} "
+            f"{' '.join(sys.argv[1:] if argv is None else argv)}`\n\n{body}")
+    print(text)
+    if out:
+        Path(out).write_text(text)
 
 
 def write_tables(out_dir, prefix, tables):
