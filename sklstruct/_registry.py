@@ -3,6 +3,7 @@
 ``sklstruct.__init__``, the command line and the common tests read their lists
 of estimators from here, so adding a learner means adding one line below.
 """
+from .learners.crf import CRFTagger
 from .learners.larank import LaRankTagger
 from .learners.mira import KBestMIRATagger
 from .learners.passive_aggressive import PassiveAggressiveTagger
@@ -21,6 +22,7 @@ TAGGERS = {
     "larank": LaRankTagger,
     "swvp": SWVPTagger,
     "swvm": SWVMTagger,
+    "crf": CRFTagger,
 }
 
 #: The constituency parsers, by short name.

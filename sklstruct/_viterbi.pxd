@@ -61,3 +61,13 @@ cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double*
 
 cdef double path_score(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                        int order, const int* path) noexcept nogil
+
+cdef double forward_backward(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                             double* alpha, double* beta) noexcept nogil
+cdef void add_marginals(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                        const double* alpha, const double* beta, double log_z, double weight,
+                        double* node, double* chain) noexcept nogil
+cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                          const double* alpha, const double* beta, const int* gold,
+                          const double* c, double* abar, double* bbar,
+                          double* node, double* chain) noexcept nogil

@@ -21,7 +21,7 @@ import numpy as np
 
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, exp, fmin, log
 
 
 cdef void compute_emission(const long long* indptr, const int* indices, const double* data,
@@ -474,6 +474,221 @@ cdef double path_score(const double* E, Py_ssize_t T, Py_ssize_t L, const double
 
 
 # ---------------------------------------------------------------------------
+# Forward-backward (first order), in log space
+# ---------------------------------------------------------------------------
+#
+# With s(y) the score above, P(y | x) = exp(s(y)) / Z.  In log space
+#
+#     alpha[t, b] = E[t, b] + log sum_a exp(alpha[t-1, a] + P[a, b]),  alpha[0, b] = start[b] + E[0, b]
+#     beta[t, a]  = log sum_b exp(P[a, b] + E[t+1, b] + beta[t+1, b]), beta[T-1, a] = end[a]
+#
+# and log Z = log sum_b exp(alpha[t, b] + beta[t, b]) for any t; every sum is
+# taken relative to its largest term, so nothing overflows however long the
+# sentence or large the scores.
+
+
+cdef inline double _lse_row(const double* v, Py_ssize_t n) noexcept nogil:
+    """log sum_i exp(v[i])."""
+    cdef Py_ssize_t i
+    cdef double m = v[0], acc = 0.0
+    for i in range(1, n):
+        if v[i] > m:
+            m = v[i]
+    if m == -INFINITY:
+        return m
+    for i in range(n):
+        acc += exp(v[i] - m)
+    return m + log(acc)
+
+
+cdef inline double _prob(double log_p) noexcept nogil:
+    """exp(log_p) for a log-probability: capped at 1, since with scores of
+    huge magnitude the rounding of log-space differences alone could exceed 0."""
+    return exp(fmin(log_p, 0.0))
+
+
+cdef inline double _max_row(const double* v, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double m = v[0]
+    for i in range(1, n):
+        if v[i] > m:
+            m = v[i]
+    return m
+
+
+# Sums below 1e-280 (of terms scaled to at most 1) are recomputed exactly:
+# the fast path multiplies exponentials of shifted scores, and a product of
+# two tiny factors could underflow where the exact log-sum-exp does not.
+cdef double TINY = 1e-280
+
+
+cdef double forward_backward(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                             double* alpha, double* beta) noexcept nogil:
+    """Fill alpha (T * L) and beta ((T + 3 + L) * L: rows T and up are
+    scratch) and return log Z, for a first-order chain.
+
+    Each recursion step is a matrix-vector product in scaled probability
+    space, exp(alpha[t-1] - max) times exp(P - max P), with the results
+    stored as logs: L exponentials and logarithms per position instead of
+    L^2, and every value exact in log space; a sum that underflows the
+    scaled product is taken exactly by log-sum-exp instead."""
+    cdef Py_ssize_t t, a, b
+    cdef double* v = beta + T * L
+    cdef double* eP = beta + (T + 1) * L
+    cdef double* tmp = eP + L * L
+    cdef const double* start = P + L * L
+    cdef const double* end = P + (L + 1) * L
+    cdef double pmax = _max_row(P, L * L), m, acc
+    for a in range(L * L):
+        eP[a] = exp(P[a] - pmax)
+    for b in range(L):
+        alpha[b] = start[b] + E[b]
+    for t in range(1, T):
+        m = _max_row(alpha + (t - 1) * L, L)
+        for a in range(L):
+            v[a] = exp(alpha[(t - 1) * L + a] - m)
+        for b in range(L):
+            acc = 0.0
+            for a in range(L):
+                acc += v[a] * eP[a * L + b]
+            if acc > TINY:
+                alpha[t * L + b] = E[t * L + b] + (m + pmax + log(acc))
+            else:
+                for a in range(L):
+                    tmp[a] = alpha[(t - 1) * L + a] + P[a * L + b]
+                alpha[t * L + b] = E[t * L + b] + _lse_row(tmp, L)
+    for a in range(L):
+        beta[(T - 1) * L + a] = end[a]
+    for t in range(T - 2, -1, -1):
+        for b in range(L):
+            tmp[b] = E[(t + 1) * L + b] + beta[(t + 1) * L + b]
+        m = _max_row(tmp, L)
+        for b in range(L):
+            v[b] = exp(tmp[b] - m)
+        for a in range(L):
+            acc = 0.0
+            for b in range(L):
+                acc += eP[a * L + b] * v[b]
+            if acc > TINY:
+                beta[t * L + a] = m + pmax + log(acc)
+            else:
+                for b in range(L):
+                    tmp[L + b] = P[a * L + b] + E[(t + 1) * L + b] + beta[(t + 1) * L + b]
+                beta[t * L + a] = _lse_row(tmp + L, L)
+    for b in range(L):
+        tmp[b] = alpha[(T - 1) * L + b] + end[b]
+    return _lse_row(tmp, L)
+
+
+cdef void add_marginals(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                        const double* alpha, const double* beta, double log_z, double weight,
+                        double* node, double* chain) noexcept nogil:
+    """node[t, b] += weight * P(y_t = b | x) (T * L), and in the layout of P
+    (chain: (L + 2) * L) weight times the expected transition counts
+    sum_t P(y_{t-1} = a, y_t = b | x), start P(y_0 = b | x) and end
+    P(y_{T-1} = b | x): ``weight`` times E[F(x, y)] of the chain blocks.
+    ``beta`` as left by :c:func:`forward_backward` (its scratch holds
+    exp(P - max P)); the edge marginals are products of scaled exponentials,
+    L per position, taken exactly where the scale could overflow."""
+    cdef Py_ssize_t t, a, b
+    cdef double* v = <double*>(beta + T * L)
+    cdef const double* eP = beta + (T + 1) * L
+    cdef double* r = <double*>(eP + L * L)
+    cdef double pmax = _max_row(P, L * L), m1, m2, k
+    for t in range(T):
+        for b in range(L):
+            node[t * L + b] += weight * _prob(alpha[t * L + b] + beta[t * L + b] - log_z)
+    for b in range(L):
+        chain[L * L + b] += weight * _prob(alpha[b] + beta[b] - log_z)
+        chain[(L + 1) * L + b] += weight * _prob(alpha[(T - 1) * L + b]
+                                                 + beta[(T - 1) * L + b] - log_z)
+    for t in range(1, T):
+        # xi[a, b] = exp(alpha[t-1, a] + P[a, b] + E[t, b] + beta[t, b] - log Z)
+        m1 = _max_row(alpha + (t - 1) * L, L)
+        for b in range(L):
+            r[b] = E[t * L + b] + beta[t * L + b]
+        m2 = _max_row(r, L)
+        k = m1 + m2 + pmax - log_z
+        if k < 700.0:
+            k = weight * exp(k)
+            for a in range(L):
+                v[a] = k * exp(alpha[(t - 1) * L + a] - m1)
+            for b in range(L):
+                r[b] = exp(r[b] - m2)
+            for a in range(L):
+                for b in range(L):
+                    chain[a * L + b] += v[a] * eP[a * L + b] * r[b]
+        else:
+            for a in range(L):
+                for b in range(L):
+                    chain[a * L + b] += weight * _prob(alpha[(t - 1) * L + a] + P[a * L + b]
+                                                       + r[b] - log_z)
+
+
+cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                          const double* alpha, const double* beta, const int* gold,
+                          const double* c, double* abar, double* bbar,
+                          double* node, double* chain) noexcept nogil:
+    """Add sum_t c[t] E[F | x, y_t = gold[t]] of the chain blocks (node: T * L
+    per-token label expectations, chain: the layout of P), the conditioned
+    expectations the pointwise losses need (Altun, Johnson & Hofmann,
+    section 4.1), in O(T L^2): the gradient of
+    G = sum_t c[t] (alpha[t, gold[t]] + beta[t, gold[t]]) = sum_t c[t] log Z_t,
+    Z_t the sum over the sequences with y_t = gold[t], by reverse-mode
+    differentiation of the two recursions.  abar, bbar: T * L scratch.
+
+    ``abar[t, b]`` gathers the terms with the conditioning position t' >= t
+    (through d alpha[t', .] / d alpha[t, b] = P(y_t = b | y_{t'}, prefix)),
+    ``bbar[t, a]`` those with t' <= t (through beta)."""
+    cdef Py_ssize_t t, a, b
+    cdef double w, acc
+    # adjoint of alpha, from the last position back
+    for t in range(T - 1, -1, -1):
+        for a in range(L):
+            abar[t * L + a] = 0.0
+        abar[t * L + gold[t]] += c[t]
+        if t + 1 < T:
+            for a in range(L):
+                acc = 0.0
+                for b in range(L):
+                    # d alpha[t+1, b] / d alpha[t, a]
+                    w = _prob(alpha[t * L + a] + P[a * L + b] + E[(t + 1) * L + b]
+                              - alpha[(t + 1) * L + b])
+                    acc += abar[(t + 1) * L + b] * w
+                abar[t * L + a] += acc
+    # adjoint of beta, from the first position on
+    for t in range(T):
+        for b in range(L):
+            bbar[t * L + b] = 0.0
+        bbar[t * L + gold[t]] += c[t]
+        if t > 0:
+            for a in range(L):
+                for b in range(L):
+                    # d beta[t-1, a] / d beta[t, b]
+                    w = _prob(P[a * L + b] + E[t * L + b] + beta[t * L + b]
+                              - beta[(t - 1) * L + a])
+                    bbar[t * L + b] += bbar[(t - 1) * L + a] * w
+    # node expectations: abar (t' >= t) plus what beta carries from t' < t;
+    # edges (t-1, t): from alpha's side (t' >= t) and beta's (t' <= t-1)
+    for b in range(L):
+        node[b] += abar[b]
+        chain[L * L + b] += abar[b]
+        chain[(L + 1) * L + b] += bbar[(T - 1) * L + b]
+    for t in range(1, T):
+        for b in range(L):
+            node[t * L + b] += abar[t * L + b]
+        for a in range(L):
+            for b in range(L):
+                w = _prob(alpha[(t - 1) * L + a] + P[a * L + b] + E[t * L + b]
+                          - alpha[t * L + b])
+                chain[a * L + b] += abar[t * L + b] * w
+                w = _prob(P[a * L + b] + E[t * L + b] + beta[t * L + b]
+                          - beta[(t - 1) * L + a])
+                chain[a * L + b] += bbar[(t - 1) * L + a] * w
+                node[t * L + b] += bbar[(t - 1) * L + a] * w
+
+
+# ---------------------------------------------------------------------------
 # Validated Python entry points
 # ---------------------------------------------------------------------------
 
@@ -653,3 +868,85 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
             decode_best(E, T, L, &P[0, 0], order, delta, back, &ov[row0])
     free(E); free(delta); free(back)
     return out
+
+
+def _check_first_order(E, P, gold=None):
+    E, P, gold = _check_chain(E, P, gold)
+    if chain_order(P, E.shape[1]) != 1:
+        raise ValueError("forward-backward is implemented for first-order chains only")
+    return E, P, gold
+
+
+def chain_marginals(E, P):
+    """log Z, the label marginals and the expected chain counts of a
+    first-order chain, by forward-backward in log space.
+
+    Parameters
+    ----------
+    E : ndarray of shape (T, L)
+    P : ndarray of shape (L + 2, L)
+
+    Returns
+    -------
+    log_z : float
+        log of the sum of exp(s(y)) over all label sequences.
+    node : ndarray of shape (T, L)
+        P(y_t = b | x).
+    chain : ndarray of shape (L + 2, L)
+        Expected transition counts sum_t P(y_{t-1} = a, y_t = b | x), then
+        P(y_0 = b | x) and P(y_{T-1} = b | x): E[F(x, y)] for the chain
+        block of :func:`sklstruct.chain.joint_feature`.
+    """
+    E, P, _ = _check_first_order(E, P)
+    cdef Py_ssize_t T = E.shape[0], L = E.shape[1]
+    alpha = np.empty((T, L))
+    beta = np.empty((T + 3 + L, L))
+    node = np.zeros((T, L))
+    chain = np.zeros((L + 2, L))
+    cdef double[:, ::1] Ev = E, Pv = P, av = alpha, bv = beta, nv = node, cv = chain
+    cdef double log_z
+    with nogil:
+        log_z = forward_backward(&Ev[0, 0], T, L, &Pv[0, 0], &av[0, 0], &bv[0, 0])
+        add_marginals(&Ev[0, 0], T, L, &Pv[0, 0], &av[0, 0], &bv[0, 0], log_z, 1.0,
+                      &nv[0, 0], &cv[0, 0])
+    return log_z, node, chain
+
+
+def conditioned_expectations(E, P, gold, c=None):
+    """sum_t c[t] E[F(x, y) | x, y_t = gold[t]] of the chain blocks, the
+    expectations of the pointwise losses of Altun, Johnson & Hofmann
+    (section 4.1), in O(T L^2).
+
+    Returns
+    -------
+    node : ndarray of shape (T, L)
+        sum_t' c[t'] P(y_t = b | x, y_t' = gold[t']).
+    chain : ndarray of shape (L + 2, L)
+        The same weighted sum of the expected transition, start and end
+        counts.
+    log_zt : ndarray of shape (T,)
+        log sum over the sequences with y_t = gold[t] of exp(s(y)).
+    """
+    E, P, gold = _check_first_order(E, P, gold)
+    if gold is None:
+        raise ValueError("conditioned expectations need the gold labels")
+    cdef Py_ssize_t T = E.shape[0], L = E.shape[1], t
+    c = np.ones(T) if c is None else np.ascontiguousarray(c, dtype=np.float64)
+    if c.shape != (T,) or not np.isfinite(c).all():
+        raise ValueError(f"c must be {T} finite weights")
+    alpha = np.empty((T, L))
+    beta = np.empty((T + 3 + L, L))
+    abar = np.empty((T, L))
+    bbar = np.empty((T, L))
+    node = np.zeros((T, L))
+    chain = np.zeros((L + 2, L))
+    cdef double[:, ::1] Ev = E, Pv = P, av = alpha, bv = beta, nv = node, cv = chain
+    cdef double[:, ::1] abv = abar, bbv = bbar
+    cdef double[::1] cw = c
+    cdef int[::1] gv = gold
+    with nogil:
+        forward_backward(&Ev[0, 0], T, L, &Pv[0, 0], &av[0, 0], &bv[0, 0])
+        add_conditioned(&Ev[0, 0], T, L, &Pv[0, 0], &av[0, 0], &bv[0, 0], &gv[0], &cw[0],
+                        &abv[0, 0], &bbv[0, 0], &nv[0, 0], &cv[0, 0])
+    log_zt = alpha[np.arange(T), gold] + beta[:T][np.arange(T), gold]
+    return node, chain, log_zt

@@ -91,7 +91,7 @@ def test_usage_errors_exit_2(files, capsys, no_reading):
         ([], "the following arguments are required: command"),
         (["fly"], "invalid choice: 'fly'"),
         (["train", train], "the following arguments are required: --model/-m"),
-        (["train", train, "-m", "m", "-e", "crf"], "invalid choice: 'crf'"),
+        (["train", train, "-m", "m", "-e", "hmm"], "invalid choice: 'hmm'"),
         (["train", train, "-m", "m", "-p", "k"], "--param expects NAME=VALUE; got 'k'"),
         (["train", train, "-m", "m", "-p", "=1"], "NAME=VALUE"),
         (["train", train, "-m", "m", "-p", "k=0"], "'k' parameter"),

@@ -65,3 +65,23 @@ def test_conll2000_subset_weighted_violations(conll2000_subset, name):
     model.fit(vec.fit_transform(X_train), y_train)
     report = chunk_report(y_test, model.predict(vec.transform(X_test)))
     assert report.f1 >= 0.90, str(report)
+
+
+def test_conll2000_subset_crf(conll2000_subset):
+    """The CRF (log loss, L-BFGS) on the subset: an F1 floor like the perceptron's."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklstruct import CRFTagger
+
+    X_train, y_train, X_test, y_test = conll2000_subset
+    vec = feature_set("chunking")
+    model = CRFTagger(C=10.0, max_iter=40, n_jobs=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(vec.fit_transform(X_train), y_train)
+    report = chunk_report(y_test, model.predict(vec.transform(X_test)))
+    assert report.f1 >= 0.90, str(report)
+    marginals = model.predict_marginals(vec.transform(X_test[:50]))
+    np.testing.assert_allclose(np.concatenate(marginals).sum(axis=1), 1.0)

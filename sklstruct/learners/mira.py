@@ -11,8 +11,8 @@ from ._base import OnlineLearner
 class KBestMIRATagger(OnlineLearner):
     """k-best MIRA for a linear chain.
 
-    For each sentence, find its ``k`` loss-augmented best sequences (paper
-    000, eq. 12) and solve the MIRA problem over all of them at once (the
+    For each sentence, find its ``k`` loss-augmented best sequences (Mancev &
+    Todorovic, eq. 12) and solve the MIRA problem over all of them at once (the
     k-best MIRA problem (13)-(16) of section 4.1, whose text is garbled in the
     extraction; this is the standard form of Crammer et al. it cites)::
 

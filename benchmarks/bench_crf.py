@@ -1,0 +1,145 @@
+"""CRFTagger beside python-crfsuite's L-BFGS CRF, and the four losses of
+Altun, Johnson & Hofmann on Spanish NER.
+
+Part 1 (``--part crfsuite``): on CoNLL-2000 chunking (train / test) and
+CoNLL-2002 Spanish NER (train / testb), with the features of
+``common.load_corpus``, the log-loss ``CRFTagger`` and CRFsuite's ``lbfgs``
+on identical features and equal regularisation in the same run:
+
+* identical features: CRFsuite with ``feature.possible_states`` and
+  ``feature.possible_transitions`` on, so that it too has a weight for every
+  (attribute, label) pair and every transition, as the dense ``coef_`` does;
+* equal regularisation: CRFsuite minimises ``-LL + c2 ||w||^2``, ours
+  ``C (-LL) + 1/2 ||w||^2``, the same minimiser when ``c2 = 1 / (2 C)``;
+* the same budget: 100 L-BFGS iterations (``--max-iter``) each; CRFsuite also
+  stops on its own criteria (epsilon, delta over 10 iterations).
+
+Reported: chunk F1, training seconds, iterations, seconds per iteration.
+Each fit runs in its own forked process.
+
+Part 2 (``--part losses``): the four losses (and the averaged perceptron) on
+Spanish NER with the feature sets S1, S2 and S3 (window 3) of section 4.2,
+F1 on testb like Tables 2-3.
+
+Usage (needs ``pip install python-crfsuite`` for part 1)::
+
+    python benchmarks/bench_crf.py [--data DIR] [--part crfsuite losses] [--C 0.5]
+        [--max-iter 100] [--out FILE]
+"""
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from common import DEFAULT_DATA, in_child, load, load_corpus, n_tokens, report, run_crfsuite
+
+from sklstruct import CRFTagger, StructuredPerceptronTagger, feature_set
+from sklstruct.metrics import chunk_report
+
+
+def run_ours(data, model, test, queue):
+    """Fit and score in this (forked) process; with n_jobs=1 the BLAS calls of
+    the optimiser are held to one thread too, so that it runs on one core like
+    CRFsuite."""
+    from sklearn.exceptions import ConvergenceWarning
+    from threadpoolctl import threadpool_limits
+
+    tic = time.perf_counter()
+    with warnings.catch_warnings(), threadpool_limits(getattr(model, "n_jobs", None) or 1):
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(data["X"]["train"], data["y"]["train"])
+    fit_s = time.perf_counter() - tic
+    pred = model.predict(data["X"][test])
+    iters = getattr(model, "n_iter_", None)
+    queue.put(dict(f1=chunk_report(data["y"][test], pred).f1, fit_s=fit_s, iterations=iters,
+                   objective=getattr(model, "objective_", float("nan"))))
+
+
+def part_crfsuite(args):
+    lines = ["## CRFTagger (log loss) beside CRFsuite's lbfgs", "",
+             f"C = {args.C} for CRFTagger, c2 = 1 / (2 C) = {1 / (2 * args.C):g} for CRFsuite "
+             f"(c1 = 0), at most {args.max_iter} L-BFGS iterations each, the same attributes.  "
+             "CRFsuite's default model ('observed states') has a weight only for the "
+             "(attribute, label) pairs seen in training; with feature.possible_states "
+             "('possible states') it has one for every pair, the model of CRFTagger's dense "
+             "coef_ (both: every transition).  Objective: "
+             "CRFsuite's reported loss, -LL + c2 ||w||^2, and ours divided by C, "
+             "-LL + ||w||^2 / (2 C): the same function when the models are the same (possible states); with observed states CRFsuite minimises over fewer weights.", ""]
+    for corpus, test in (("conll2000", "test"), ("conll2002_esp", "testb")):
+        data = load_corpus(args.data, corpus)
+        rows = [(f"python-crfsuite lbfgs ({states} states)", in_child(run_crfsuite, data, "crf",
+                                                                       "lbfgs", {
+            "c1": 0.0, "c2": 1.0 / (2 * args.C), "max_iterations": args.max_iter,
+            "feature.possible_states": states == "possible",
+            "feature.possible_transitions": True}, test))
+            for states in args.crfsuite_states]
+        for n_jobs in args.n_jobs:
+            rows.append((f"sklstruct CRFTagger, n_jobs={n_jobs}", in_child(
+                run_ours, data, CRFTagger(C=args.C, max_iter=args.max_iter, n_jobs=n_jobs),
+                test)))
+        ref = rows[0][1]
+        lines += [f"### {corpus}: {len(data['y']['train'])} training sentences "
+                  f"({n_tokens(data, 'train')} tokens), {data['n_features']} attributes", "",
+                  "| model | chunk F1 | training s | vs CRFsuite | iterations | s / iteration | "
+                  "objective (CRFsuite's scale) |", "|---|---|---|---|---|---|---|"]
+        for name, r in rows:
+            obj = r["objective"] if name.startswith("python") else r["objective"] / args.C
+            lines.append(f"| {name} | {100 * r['f1']:.2f} | {r['fit_s']:.1f} | "
+                         f"{r['fit_s'] / ref['fit_s']:.2f}x | {r['iterations']} | "
+                         f"{r['fit_s'] / max(r['iterations'], 1):.3f} | {obj:.1f} |")
+            print(lines[-1], flush=True)
+        lines.append("")
+    return "\n".join(lines)
+
+
+def part_losses(args):
+    esp = Path(args.data) / "conll2002"
+    sets = {"S1": feature_set("S1"), "S2": feature_set("S2"), "S3": feature_set("S3", window=1)}
+    lines = ["## The four losses on CoNLL-2002 Spanish NER (testb F1; cf. Tables 2-3)", "",
+             f"C = {args.C}, at most {args.max_iter} L-BFGS iterations; the averaged "
+             "perceptron 10 epochs.  S3 uses a window of size 3 (previous, current, next "
+             "word), as in section 4.2.", "",
+             "| features | log | exp | pointwise log | pointwise exp | perceptron |",
+             "|---|---|---|---|---|---|"]
+    for name, vec in sets.items():
+        data = load(esp / "esp.train", {"testb": esp / "esp.testb"}, vec)
+        f1 = []
+        for loss in ("log", "exp", "pointwise_log", "pointwise_exp"):
+            r = in_child(run_ours, data, CRFTagger(loss=loss, C=args.C, max_iter=args.max_iter,
+                                                   n_jobs=max(args.n_jobs)), "testb")
+            f1.append(f"{100 * r['f1']:.2f} ({r['fit_s']:.0f} s)")
+            print(name, loss, f1[-1], flush=True)
+        r = in_child(run_ours, data, StructuredPerceptronTagger(max_iter=10, random_state=0),
+                     "testb")
+        f1.append(f"{100 * r['f1']:.2f} ({r['fit_s']:.0f} s)")
+        lines.append(f"| {name} ({data['n_features']} attributes) | " + " | ".join(f1) + " |")
+        print(lines[-1], flush=True)
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default=DEFAULT_DATA)
+    parser.add_argument("--part", nargs="+", choices=["crfsuite", "losses"],
+                        default=["crfsuite", "losses"])
+    parser.add_argument("--C", type=float, default=0.5)
+    parser.add_argument("--max-iter", type=int, default=100)
+    parser.add_argument("--n-jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--crfsuite-states", nargs="+", choices=["observed", "possible"],
+                        default=["observed"])
+    parser.add_argument("--out", help="write the markdown here")
+    args = parser.parse_args(argv)
+    body = ""
+    if "crfsuite" in args.part:
+        body += part_crfsuite(args) + "\n"
+    if "losses" in args.part:
+        body += part_losses(args)
+    report("CRFTagger", "bench_crf.py", argv, body, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The CRF family's kernel: one pass of forward-backward over a range of
+sentences, giving what the four losses of Altun, Johnson & Hofmann and their
+gradients (section 4.1) are made of.
+
+For each sentence: E = X W, log Z and the marginals (:mod:`sklstruct._viterbi`),
+``d = log Z - s(gold)`` (so P(gold | x) = exp(-d)) and, per token,
+``e_t = log Z - log Z_t`` (P(gold_t | x) = exp(-e_t)).  With ``grad``, the
+sentence adds to the gradient's chain blocks and writes its tokens' emission
+coefficients (the gradient's emission block is then X^T times them, one
+sparse product in the caller):
+
+    node_w[s] * E[F | x] - gold_w[s] * F(x, gold) + sum_t cond_c[t] E[F | x, y_t = gold_t]
+
+Sentences write disjoint rows, and the chain blocks of BLOCK consecutive
+sentences go to their own slot, so any split of the blocks over threads sums
+the same numbers in the same order: results do not depend on ``n_jobs``.
+"""
+import numpy as np
+
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memset
+
+from sklstruct._chain cimport ChainData
+from sklstruct._viterbi cimport (add_conditioned, add_marginals, compute_emission,
+                                forward_backward, path_score)
+
+cdef enum:
+    _BLOCK = 256
+
+#: Sentences whose chain gradients share one accumulator slot.
+BLOCK = _BLOCK
+
+
+cdef struct Scratch:
+    double* E          # (max_T, L) emission scores
+    double* alpha      # (max_T, L)
+    double* beta       # (max_T + 3 + L, L): forward_backward's beta and scratch
+    double* abar       # (max_T, L) adjoints of the conditioned expectations
+    double* bbar
+
+
+cdef void _free(Scratch* w) noexcept nogil:
+    free(w.E); free(w.alpha); free(w.beta); free(w.abar); free(w.bbar)
+
+
+cdef Scratch _alloc(ChainData data, Py_ssize_t s0, Py_ssize_t s1, Py_ssize_t L) except *:
+    """Scratch for the longest of sentences s0 <= s < s1 (E NULL if none)."""
+    cdef Scratch w
+    cdef Py_ssize_t s, max_T = 0
+    for s in range(s0, s1):
+        max_T = max(max_T, data.c.offsets[s + 1] - data.c.offsets[s])
+    w.E = w.alpha = w.beta = w.abar = w.bbar = NULL
+    if max_T == 0:
+        return w
+    w.E = <double*>malloc(max_T * L * sizeof(double))
+    w.alpha = <double*>malloc(max_T * L * sizeof(double))
+    w.beta = <double*>malloc((max_T + 3 + L) * L * sizeof(double))
+    w.abar = <double*>malloc(max_T * L * sizeof(double))
+    w.bbar = <double*>malloc(max_T * L * sizeof(double))
+    if w.E == NULL or w.alpha == NULL or w.beta == NULL or w.abar == NULL or w.bbar == NULL:
+        _free(&w)
+        raise MemoryError()
+    return w
+
+
+cdef inline double _sentence(ChainData data, const double* W, const double* P, Py_ssize_t L,
+                             Py_ssize_t row0, Py_ssize_t T, Scratch* w) noexcept nogil:
+    """E = X W of one sentence, then forward-backward; returns log Z."""
+    compute_emission(data.c.indptr, data.c.indices, data.c.data, row0, T, W, L, w.E)
+    return forward_backward(w.E, T, L, P, w.alpha, w.beta)
+
+
+def crf_pass(ChainData data, const int[::1] y, const double[:, ::1] W, const double[:, ::1] P,
+             Py_ssize_t s0, Py_ssize_t s1, double[::1] sent_val, double[::1] tok_val,
+             bint grad=False, const double[::1] node_w=None, const double[::1] gold_w=None,
+             const double[::1] cond_c=None, double[:, ::1] node_out=None,
+             double[:, :, ::1] chain_out=None):
+    """Forward-backward over sentences s0 <= s < s1 (callers validate; the
+    GIL is released).
+
+    Writes ``sent_val[s] = log Z - s(gold)`` and, per token row r,
+    ``tok_val[r] = log Z - log Z_t``; with ``grad``, ``node_out[r, :]`` (the
+    token's emission coefficients) and adds the sentence's chain gradient to
+    ``chain_out[s // BLOCK]``; ``cond_c`` (per token) may be None.
+    """
+    cdef Py_ssize_t L = W.shape[1], s, t, row0, T, g
+    cdef bint cond = cond_c is not None
+    cdef double log_z, w
+    cdef Scratch sc = _alloc(data, s0, s1, L)
+    cdef double* node
+    cdef double* chain
+    if sc.E == NULL:
+        return
+    with nogil:
+        for s in range(s0, s1):
+            row0 = data.c.offsets[s]
+            T = data.c.offsets[s + 1] - row0
+            log_z = _sentence(data, &W[0, 0], &P[0, 0], L, row0, T, &sc)
+            sent_val[s] = log_z - path_score(sc.E, T, L, &P[0, 0], 1, &y[row0])
+            for t in range(T):
+                tok_val[row0 + t] = log_z - (sc.alpha[t * L + y[row0 + t]]
+                                             + sc.beta[t * L + y[row0 + t]])
+            if not grad:
+                continue
+            node = &node_out[row0, 0]
+            chain = &chain_out[s // _BLOCK, 0, 0]
+            memset(node, 0, T * L * sizeof(double))
+            if node_w[s] != 0.0:
+                add_marginals(sc.E, T, L, &P[0, 0], sc.alpha, sc.beta, log_z, node_w[s], node,
+                              chain)
+            if cond:
+                add_conditioned(sc.E, T, L, &P[0, 0], sc.alpha, sc.beta, &y[row0], &cond_c[row0],
+                                sc.abar, sc.bbar, node, chain)
+            w = gold_w[s]
+            if w != 0.0:
+                for t in range(T):
+                    g = y[row0 + t]
+                    node[t * L + g] -= w
+                    if t > 0:
+                        chain[y[row0 + t - 1] * L + g] -= w
+                chain[L * L + y[row0]] -= w
+                chain[(L + 1) * L + y[row0 + T - 1]] -= w
+    _free(&sc)
+
+
+def corpus_marginals(ChainData data, const double[:, ::1] W, const double[:, ::1] P,
+                     Py_ssize_t s0, Py_ssize_t s1, double[:, ::1] out):
+    """out[r, :] = P(y_t = . | x) for the token rows of sentences s0 <= s < s1."""
+    cdef Py_ssize_t L = W.shape[1], s, row0, T
+    cdef double log_z
+    cdef Scratch sc = _alloc(data, s0, s1, L)
+    cdef double* chain = <double*>calloc((L + 2) * L, sizeof(double))   # (unused sums)
+    if sc.E == NULL or chain == NULL:
+        _free(&sc)
+        free(chain)
+        if chain == NULL:
+            raise MemoryError()
+        return
+    with nogil:
+        for s in range(s0, s1):
+            row0 = data.c.offsets[s]
+            T = data.c.offsets[s + 1] - row0
+            log_z = _sentence(data, &W[0, 0], &P[0, 0], L, row0, T, &sc)
+            memset(&out[row0, 0], 0, T * L * sizeof(double))
+            add_marginals(sc.E, T, L, &P[0, 0], sc.alpha, sc.beta, log_z, 1.0, &out[row0, 0],
+                          chain)
+    _free(&sc)
+    free(chain)

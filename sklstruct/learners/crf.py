@@ -1,0 +1,271 @@
+"""Conditional random fields with the four losses of Altun, Johnson & Hofmann."""
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from joblib import Parallel, cpu_count, delayed, effective_n_jobs
+from sklearn.base import _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import MAX_C
+from ..chain import as_stacked, pack_chain, unpack_chain
+from ..optimize import lbfgs
+from ._base import ChainTagger
+from ._crf import BLOCK, corpus_marginals, crf_pass
+
+LOSSES = ("log", "exp", "pointwise_log", "pointwise_exp")
+
+
+class CRFTagger(ChainTagger):
+    """Linear-chain conditional random field trained with one of four losses.
+
+    ``P(y | x) = exp(w . F(x, y)) / Z(x)`` over the first-order chain of
+    the other taggers (emission, transition, start and end weights).  The
+    losses of Altun, Johnson & Hofmann (section 3.3), summed over the
+    training sentences:
+
+    * ``"log"``: ``-log P(y | x)`` (eq. 1, maximum likelihood);
+    * ``"exp"``: ``1 / P(y | x) - 1`` (eq. 2);
+    * ``"pointwise_log"``: ``-sum_t log P(y_t | x)``;
+    * ``"pointwise_exp"``: ``sum_t 1 / P(y_t | x)``;
+
+    with a Gaussian prior named and scaled as in scikit-learn's
+    ``LogisticRegression``: the objective is ``C * sum(loss) + 1/2 ||w||^2``.
+    It is minimised by L-BFGS (:func:`sklstruct.optimize.lbfgs`, with scipy's
+    Wolfe line search) with the exact gradients of section 4.1
+    (eqs. 3-4 and the pointwise ones, whose expectations conditioned on one
+    position's label come from one extra backward-and-forward sweep, so
+    every loss costs O(T L^2) per sentence).  Forward-backward runs in log
+    space and never overflows.  The exp losses grow like ``L ** T`` when the
+    model is poor, beyond floating point for long sentences, so for them
+    L-BFGS minimises ``log(1 + C * sum(loss) + 1/2 ||w||^2)``, which has the
+    same minimiser and is computed from log-space terms only; ``objective_``
+    reports that logarithm.
+
+    Parameters
+    ----------
+    loss : {"log", "exp", "pointwise_log", "pointwise_exp"}, default="log"
+    C : float, default=1.0
+        Inverse regularisation strength (larger: weaker prior).
+    max_iter : int, default=100
+        L-BFGS iterations.
+    tol : float, default=1e-5
+        L-BFGS stops when the largest gradient component is below ``tol``
+        (scipy's ``gtol``).
+    n_jobs : int or None, default=None
+        Threads over blocks of sentences for the objective and gradient and
+        for ``predict_marginals`` (the kernels release the GIL).  The blocks
+        and their order do not depend on ``n_jobs``, so neither does the
+        result.  None means 1 unless in a ``joblib.parallel_config``
+        context; -1 means all CPUs.
+    verbose : int, default=0
+        Print the iteration, objective, gradient norm and time.
+    warm_start : bool, default=False
+        Start ``fit`` from the current weights (same labels and features).
+
+    Attributes
+    ----------
+    classes_, coef_, transition_coef_, start_coef_, end_coef_, n_features_in_
+        As for :class:`~sklstruct.StructuredPerceptronTagger` (``trigram_coef_``
+        is None: the CRF is first order).
+    n_iter_ : int
+        L-BFGS iterations of the last fit.
+    objective_ : float
+        Final objective (its logarithm for the exp losses, see above).
+    history_ : list of dict
+        Per iteration: ``iteration``, ``objective``, ``grad_norm``, ``seconds``.
+
+    References
+    ----------
+    .. [1] Y. Altun, M. Johnson and T. Hofmann, "Investigating Loss Functions
+       and Optimization Methods for Discriminative Learning of Label
+       Sequences", EMNLP 2003.
+    .. [2] J. Lafferty, A. McCallum and F. Pereira, "Conditional Random
+       Fields: Probabilistic Models for Segmenting and Labeling Sequence
+       Data", ICML 2001.
+    .. [3] S. Kakade, Y. W. Teh and S. Roweis, "An Alternate Objective
+       Function for Markovian Fields", ICML 2002.
+    """
+
+    _parameter_constraints = {
+        "loss": [StrOptions(set(LOSSES))],
+        "C": [Interval(Real, 0, MAX_C, closed="right")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "n_jobs": [Interval(Integral, None, -1, closed="right"),
+                   Interval(Integral, 1, None, closed="left"), None],
+        "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+    }
+
+    def __init__(self, loss="log", C=1.0, max_iter=100, tol=1e-5, n_jobs=None, verbose=0,
+                 warm_start=False):
+        self.loss = loss
+        self.C = C
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    # -- the objective ----------------------------------------------------------------
+    def _blocks(self, n_sentences):
+        """(start, stop) sentence ranges, whole BLOCKs, one per thread."""
+        n_blocks = -(-n_sentences // BLOCK)
+        n_jobs = max(1, min(effective_n_jobs(self.n_jobs), cpu_count(), n_blocks))
+        cuts = np.linspace(0, n_blocks, n_jobs + 1).round().astype(int) * BLOCK
+        return [(int(a), int(min(b, n_sentences))) for a, b in zip(cuts[:-1], cuts[1:])
+                if a < min(b, n_sentences)]
+
+    def _run(self, fn, ranges):
+        if len(ranges) == 1:
+            fn(*ranges[0])
+        else:
+            Parallel(n_jobs=len(ranges), require="sharedmem")(
+                delayed(fn)(a, b) for a, b in ranges)
+
+    def _objective(self, theta, ctx):
+        """(value, gradient) of the objective at theta (W then P, raveled)."""
+        data, codes, F, L = ctx["data"], ctx["codes"], ctx["F"], ctx["L"]
+        W = theta[:F * L].reshape(F, L)
+        P = theta[F * L:].reshape(L + 2, L)
+        c, n_sent, n_tok = ctx["chain_data"], len(data), codes.shape[0]
+        C, loss = float(self.C), self.loss
+        sent_val, tok_val = np.empty(n_sent), np.empty(n_tok)
+        node = np.empty((n_tok, L))
+        chain = np.zeros((-(-n_sent // BLOCK), L + 2, L))
+        lengths = data.lengths.astype(np.float64)
+        reg = 0.5 * float(theta @ theta)
+
+        def gradient_pass(node_w, gold_w, cond_c=None):
+            self._run(lambda a, b: crf_pass(c, codes, W, P, a, b, sent_val, tok_val, True,
+                                            node_w, gold_w, cond_c, node, chain),
+                      ctx["ranges"])
+
+        if loss in ("log", "pointwise_log"):
+            if loss == "log":
+                gradient_pass(np.full(n_sent, C), np.full(n_sent, C))
+                value = C * float(np.sum(sent_val)) + reg
+            else:
+                gradient_pass(C * lengths, np.zeros(n_sent), np.full(n_tok, -C))
+                value = C * float(np.sum(tok_val)) + reg
+            scale = 1.0
+        else:
+            # values first, then the gradient with the weights they give
+            self._run(lambda a, b: crf_pass(c, codes, W, P, a, b, sent_val, tok_val),
+                      ctx["ranges"])
+            # J = log(1 + C * S + reg), S = sum exp(v) - n0 (n0 = n_sent for
+            # exp, 0 for pointwise_exp), each term scaled by exp(-M)
+            v = sent_val if loss == "exp" else tok_val
+            n0 = n_sent if loss == "exp" else 0
+            M = max(float(v.max()), 0.0)
+            terms = np.exp(v - M)
+            D = C * float(np.sum(terms)) + (1.0 + reg - C * n0) * np.exp(-M)
+            value = M + np.log(D)
+            weights = C * terms / D                   # C exp(v) / (1 + C S + reg)
+            if loss == "exp":
+                gradient_pass(weights, weights)
+            else:
+                starts = data.offsets[:-1]
+                gradient_pass(np.add.reduceat(weights, starts), np.zeros(n_sent), -weights)
+            scale = np.exp(-M) / D                    # 1 / (1 + C S + reg)
+        grad = np.empty_like(theta)
+        grad[:F * L] = np.asarray(data.matrix.T @ node).ravel()
+        grad[F * L:] = chain.sum(axis=0).ravel()
+        grad += scale * theta
+        return value, grad
+
+    # -- fitting --------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Minimise the regularised loss over the sentences by L-BFGS.
+
+        Parameters
+        ----------
+        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
+        y : list of array-like of shape (n_tokens_i,)
+
+        Returns
+        -------
+        self : object
+        """
+        warm = self.warm_start and hasattr(self, "coef_")
+        if warm:
+            data = as_stacked(X, self.n_features_in_)
+            codes = self._encode(y, data, self.classes_)
+            classes = self.classes_
+        else:
+            data = as_stacked(X)
+            labels = self._encode(y, data, None)
+            classes, codes = np.unique(labels, return_inverse=True)
+        codes = np.ascontiguousarray(codes, dtype=np.int32)
+        F, L = data.n_features, len(classes)
+        ctx = {"data": data, "codes": codes, "F": F, "L": L, "chain_data": data.chain_data(),
+               "ranges": self._blocks(len(data))}
+        theta0 = (np.concatenate([self.coef_.T.ravel(),
+                                  pack_chain(self.transition_coef_, self.start_coef_,
+                                             self.end_coef_).ravel()])
+                  if warm else np.zeros(F * L + (L + 2) * L))
+        history, tic = [], time.perf_counter()
+        last = {}
+
+        def fun(theta):
+            value, grad = self._objective(theta, ctx)
+            if not (np.isfinite(value) and np.isfinite(grad).all()):
+                raise ValueError("the objective or its gradient is not finite; scale the "
+                                 "features down or lower C")
+            last.update(value=value, grad_norm=float(np.linalg.norm(grad)))
+            return value, grad
+
+        def callback(theta):
+            record = {"iteration": len(history) + 1, "objective": last["value"],
+                      "grad_norm": last["grad_norm"], "seconds": time.perf_counter() - tic}
+            history.append(record)
+            if self.verbose:
+                print(f"-- Iteration {record['iteration']}: objective {record['objective']:.6g}"
+                      f", gradient norm {record['grad_norm']:.3g}, {record['seconds']:.2f} s",
+                      flush=True)
+
+        result = lbfgs(fun, theta0, max_iter=int(self.max_iter), gtol=float(self.tol),
+                       ftol=64 * np.finfo(float).eps, callback=callback)
+        if not result.success:
+            hint = ("increase max_iter" if result.nit >= self.max_iter
+                    else "the line search failed: scale the features (or C) down")
+            warnings.warn(f"L-BFGS stopped after {result.nit} iterations without converging "
+                          f"({result.message}); {hint}", ConvergenceWarning)
+        theta = result.x
+        self.classes_ = classes
+        self.n_features_in_ = F
+        self.coef_ = theta[:F * L].reshape(F, L).T.copy()
+        (self.transition_coef_, self.start_coef_, self.end_coef_,
+         self.trigram_coef_) = unpack_chain(theta[F * L:].reshape(L + 2, L))
+        self.n_iter_ = int(result.nit)
+        self.objective_ = float(result.fun)
+        self.history_ = history
+        return self
+
+    # -- probabilities --------------------------------------------------------------------
+    def predict_marginals(self, X):
+        """Per-token label probabilities P(y_t = label | x), by forward-backward.
+
+        Parameters
+        ----------
+        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_tokens_i, n_classes)
+            Columns in the order of ``classes_``; rows sum to 1.  (sklearn-crfsuite's
+            ``predict_marginals`` gives the same numbers as lists of dicts.)
+        """
+        check_is_fitted(self)
+        data = as_stacked(X, self.n_features_in_)
+        W, P = self._decoding_weights()
+        out = np.empty((data.offsets[-1], len(self.classes_)))
+        c = data.chain_data()
+        self._run(lambda a, b: corpus_marginals(c, W, P, a, b, out),
+                  self._blocks(len(data)))
+        return data.split(out)

@@ -1,0 +1,253 @@
+"""The CRF: forward-backward and the conditioned expectations against
+brute-force enumeration, the four losses' gradients against finite
+differences, and what the tagger must learn."""
+import itertools
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import logsumexp
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+from sklstruct import CRFTagger
+from sklstruct._viterbi import chain_marginals, conditioned_expectations
+from sklstruct.chain import as_stacked, joint_feature
+from test_perceptron import random_problem, separable_problem
+
+LOSSES = ["log", "exp", "pointwise_log", "pointwise_exp"]
+
+
+def enumerate_chain(E, P):
+    """Every label sequence with its score, and its chain counts (the P block
+    of the joint feature map)."""
+    T, L = E.shape
+    seqs = np.array(list(itertools.product(range(L), repeat=T)))
+    scores = np.array([P[L, q[0]] + E[np.arange(T), q].sum() + P[q[:-1], q[1:]].sum()
+                       + P[L + 1, q[-1]] for q in seqs])
+    return seqs, scores
+
+
+def counts(seq, T, L):
+    node = np.zeros((T, L))
+    node[np.arange(T), seq] = 1.0
+    _, chain = joint_feature(sp.csr_matrix((T, 1)), seq, L)
+    return node, chain
+
+
+@st.composite
+def problems(draw, max_T=5, max_L=4, scale=1.0):
+    T, L = draw(st.integers(1, max_T)), draw(st.integers(1, max_L))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    return (scale * rng.normal(size=(T, L)), scale * rng.normal(size=(L + 2, L)),
+            rng.integers(0, L, size=T), rng.random(T))
+
+
+@settings(max_examples=150, deadline=None)
+@given(problems())
+def test_forward_backward_matches_brute_force(problem):
+    E, P, _, _ = problem
+    T, L = E.shape
+    seqs, scores = enumerate_chain(E, P)
+    log_z = logsumexp(scores)
+    node, chain = np.zeros((T, L)), np.zeros((L + 2, L))
+    for q, p in zip(seqs, np.exp(scores - log_z)):
+        n, c = counts(q, T, L)
+        node += p * n
+        chain += p * c
+    got_z, got_node, got_chain = chain_marginals(E, P)
+    assert got_z == pytest.approx(log_z, abs=1e-10)
+    np.testing.assert_allclose(got_node, node, atol=1e-10)
+    np.testing.assert_allclose(got_chain, chain, atol=1e-10)
+
+
+@settings(max_examples=150, deadline=None)
+@given(problems())
+def test_conditioned_expectations_match_brute_force(problem):
+    """sum_t c_t E[F | x, y_t = gold_t] (what the pointwise losses need) and
+    log Z_t, by enumeration of the sequences with y_t = gold_t."""
+    E, P, gold, c = problem
+    T, L = E.shape
+    seqs, scores = enumerate_chain(E, P)
+    node, chain, log_zt = np.zeros((T, L)), np.zeros((L + 2, L)), np.zeros(T)
+    for t in range(T):
+        keep = seqs[:, t] == gold[t]
+        log_zt[t] = logsumexp(scores[keep])
+        for q, p in zip(seqs[keep], np.exp(scores[keep] - log_zt[t])):
+            n, ch = counts(q, T, L)
+            node += c[t] * p * n
+            chain += c[t] * p * ch
+    got_node, got_chain, got_zt = conditioned_expectations(E, P, gold, c)
+    np.testing.assert_allclose(got_node, node, atol=1e-10)
+    np.testing.assert_allclose(got_chain, chain, atol=1e-10)
+    np.testing.assert_allclose(got_zt, log_zt, atol=1e-10)
+
+
+def test_long_sentences_and_huge_scores_do_not_overflow():
+    """Where naive exponentiation overflows (scores of 1e3 over 2,000 tokens):
+    log Z is exact and the marginals are probabilities."""
+    rng = np.random.default_rng(0)
+    T, L = 2000, 5
+    E, P = 1e3 * rng.normal(size=(T, L)), 1e3 * rng.normal(size=(L + 2, L))
+    log_z, node, chain = chain_marginals(E, P)
+    assert np.isfinite(log_z) and log_z > 1e5
+    # log-space values of magnitude 1e6 carry ~1e-10 absolute rounding per
+    # step; over 2,000 steps the marginals keep 7 digits
+    np.testing.assert_allclose(node.sum(axis=1), 1.0, atol=1e-6)
+    assert np.all((node >= 0) & (node <= 1 + 1e-12))
+    assert chain[:L].sum() == pytest.approx(T - 1, rel=1e-6)
+    # the dominant sequence is the Viterbi one
+    from sklstruct.chain import viterbi_decode
+    path, score = viterbi_decode(E, P)
+    np.testing.assert_array_equal(node.argmax(axis=1), path)
+    assert score <= log_z < score + 10          # a few near-best sequences add a little
+    # and a short problem scaled so that exp() overflows, against brute force
+    E, P = 400 * rng.normal(size=(4, 3)), 400 * rng.normal(size=(5, 3))
+    assert chain_marginals(E, P)[0] == pytest.approx(logsumexp(enumerate_chain(E, P)[1]))
+
+
+def objective_parts(model, X, y):
+    data = as_stacked(X)
+    classes, codes = np.unique(np.concatenate(y), return_inverse=True)
+    ctx = {"data": data, "codes": codes.astype(np.int32), "F": data.n_features,
+           "L": len(classes), "chain_data": data.chain_data(),
+           "ranges": model._blocks(len(data))}
+    return ctx, data.n_features * len(classes) + (len(classes) + 2) * len(classes)
+
+
+def reference_loss(theta, X, y, loss, C, F, L):
+    """The loss of section 3.3 plus the prior, by enumeration."""
+    W, P = theta[:F * L].reshape(F, L), theta[F * L:].reshape(L + 2, L)
+    total = 0.0
+    for x, gold in zip(X, y):
+        E = x.toarray() @ W
+        seqs, scores = enumerate_chain(E, P)
+        log_z = logsumexp(scores)
+        s_gold = scores[np.flatnonzero((seqs == gold).all(axis=1))[0]]
+        log_zt = np.array([logsumexp(scores[seqs[:, t] == gold[t]]) for t in range(len(gold))])
+        total += {"log": log_z - s_gold, "exp": np.exp(log_z - s_gold) - 1,
+                  "pointwise_log": np.sum(log_z - log_zt),
+                  "pointwise_exp": np.sum(np.exp(log_z - log_zt))}[loss]
+    value = C * total + 0.5 * theta @ theta
+    return np.log1p(value) if loss in ("exp", "pointwise_exp") else value
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_objective_and_gradient(loss):
+    """The objective equals the enumeration of eqs. 1-2 and the pointwise
+    losses (the exp ones through log(1 + .)), and its gradient equals
+    central finite differences."""
+    X, y = random_problem(n=8, n_features=4, seed=3)
+    y = [np.asarray(t) for t in y]
+    model = CRFTagger(loss=loss, C=0.7)
+    ctx, n = objective_parts(model, X, y)
+    theta = np.random.default_rng(1).normal(scale=0.5, size=n)
+    value, grad = model._objective(theta, ctx)
+    assert value == pytest.approx(reference_loss(theta, X, y, loss, 0.7, ctx["F"], ctx["L"]),
+                                  rel=1e-10)
+    h = 1e-5
+    numeric = np.array([(model._objective(theta + h * e, ctx)[0]
+                         - model._objective(theta - h * e, ctx)[0]) / (2 * h)
+                        for e in np.eye(n)])
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_exp_losses_stay_finite_where_the_loss_itself_overflows(loss):
+    """A sentence of 600 tokens and 3 labels: at w = 0, 1 / P(y | x) = 3 ** 600."""
+    rng = np.random.default_rng(0)
+    X = [sp.csr_matrix(rng.random((600, 3)))]
+    y = [rng.integers(0, 3, size=600)]
+    model = CRFTagger(loss=loss)
+    ctx, n = objective_parts(model, X, y)
+    value, grad = model._objective(np.zeros(n), ctx)
+    assert np.isfinite(value) and np.isfinite(grad).all()
+    if loss == "exp":
+        assert value == pytest.approx(600 * np.log(3), rel=1e-9)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_separable_problem_reaches_zero_training_error(loss):
+    X, y = separable_problem()
+    model = CRFTagger(loss=loss, C=100.0, max_iter=300).fit(X, y)
+    assert model.score(X, y) == 1.0
+    assert model.history_ and model.n_iter_ == len(model.history_)
+
+
+def test_marginals_match_brute_force_and_predict_is_their_viterbi():
+    X, y = random_problem(n=20, seed=4)
+    model = CRFTagger(C=1.0).fit(X, y)
+    marginals = model.predict_marginals(X)
+    W, P = model._decoding_weights()
+    for x, m in zip(X, marginals):
+        E = x.toarray() @ W
+        seqs, scores = enumerate_chain(E, P)
+        p = np.exp(scores - logsumexp(scores))
+        expected = np.zeros_like(m)
+        for q, pq in zip(seqs, p):
+            expected[np.arange(len(q)), q] += pq
+        np.testing.assert_allclose(m, expected, atol=1e-10)
+        np.testing.assert_allclose(m.sum(axis=1), 1.0)
+    assert marginals[0].shape == (X[0].shape[0], len(model.classes_))
+
+
+def test_n_jobs_gives_identical_results():
+    """Blocks of sentences, not threads, fix the order of every sum."""
+    rng = np.random.default_rng(5)
+    X = [sp.csr_matrix(rng.random((rng.integers(1, 6), 5))) for _ in range(700)]
+    y = [rng.integers(0, 3, size=x.shape[0]) for x in X]
+    for loss in ("log", "pointwise_exp"):
+        serial = CRFTagger(loss=loss, max_iter=5, n_jobs=1).fit(X, y)
+        threads = CRFTagger(loss=loss, max_iter=5, n_jobs=2).fit(X, y)
+        np.testing.assert_array_equal(serial.coef_, threads.coef_)
+        np.testing.assert_array_equal(serial.transition_coef_, threads.transition_coef_)
+        for a, b in zip(serial.predict_marginals(X), threads.predict_marginals(X)):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_verbose_warm_start_pickle_clone_and_convergence_warning(capsys):
+    X, y = random_problem(n=30, seed=6)
+    with pytest.warns(ConvergenceWarning, match="increase max_iter"):
+        model = CRFTagger(max_iter=3, verbose=1, warm_start=True).fit(X, y)
+    out = capsys.readouterr().out
+    assert "Iteration 1: objective" in out and "gradient norm" in out
+    first = model.objective_
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X, y)                       # continues from the weights
+    assert model.objective_ < first
+    again = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(again.coef_, model.coef_)
+    assert not hasattr(clone(model), "coef_")
+    converged = CRFTagger(max_iter=500, tol=1e-6).fit(X, y)
+    assert converged.n_iter_ < 500
+
+
+def test_lbfgs_reaches_scipys_optimum():
+    """sklstruct.optimize.lbfgs against scipy's L-BFGS-B on the same strictly
+    convex objectives (a CRF's and an ill-conditioned quadratic)."""
+    from scipy.optimize import minimize
+
+    from sklstruct.optimize import lbfgs
+
+    X, y = random_problem(n=15, n_features=4, seed=8)
+    model = CRFTagger(C=3.0)
+    ctx, n = objective_parts(model, X, y)
+    fun = lambda theta: model._objective(theta, ctx)   # noqa: E731
+    ours = lbfgs(fun, np.zeros(n), max_iter=500, gtol=1e-6, ftol=0.0)
+    ref = minimize(fun, np.zeros(n), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 2000, "gtol": 1e-8, "ftol": 0.0})
+    assert ours.success and np.abs(ours.jac).max() <= 1e-6
+    assert ours.fun == pytest.approx(ref.fun, rel=1e-12)
+    np.testing.assert_allclose(ours.x, ref.x, atol=1e-5)
+    d = np.logspace(0, 4, 200)
+    b = np.random.default_rng(0).normal(size=200)
+    quad = lambda x: (0.5 * x @ (d * x) - b @ x, d * x - b)   # noqa: E731
+    got = lbfgs(quad, np.zeros(200), max_iter=2000, gtol=1e-5, ftol=0.0)
+    assert got.success and got.message == "the gradient is below gtol"
+    assert np.abs(d * got.x - b).max() <= 1e-5         # so |x - x*| <= 1e-5 / d
+    np.testing.assert_allclose(got.x, b / d, atol=1e-5)
