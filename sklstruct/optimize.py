@@ -15,7 +15,10 @@ from collections import deque
 import numpy as np
 from scipy.linalg.blas import daxpy
 from scipy.optimize import OptimizeResult, line_search
-from scipy.optimize._linesearch import LineSearchWarning
+try:                                   # scipy's warning class is not public
+    from scipy.optimize._linesearch import LineSearchWarning
+except ImportError:                    # pragma: no cover
+    LineSearchWarning = RuntimeWarning
 from threadpoolctl import threadpool_limits
 
 
