@@ -3,6 +3,7 @@
 ``sklstruct.__init__``, the command line and the common tests read their lists
 of estimators from here, so adding a learner means adding one line below.
 """
+from .learners.boosting import SequenceBoostingTagger
 from .learners.crf import CRFTagger
 from .learners.larank import LaRankTagger
 from .learners.mira import KBestMIRATagger
@@ -23,6 +24,7 @@ TAGGERS = {
     "swvp": SWVPTagger,
     "swvm": SWVMTagger,
     "crf": CRFTagger,
+    "boosting": SequenceBoostingTagger,
 }
 
 #: The constituency parsers, by short name.

@@ -42,13 +42,16 @@ def assert_unchanged(model, before):
 
 def make(cls, **params):
     """``cls`` with those of ``params`` it takes (the CRF has no k, average,
-    shuffle or random_state)."""
-    return cls(**{k: v for k, v in params.items() if k in cls().get_params()})
+    shuffle or random_state; boosting counts ``n_rounds``, not ``max_iter``)."""
+    own = cls().get_params()
+    if "max_iter" in params and "n_rounds" in own:
+        params["n_rounds"] = params.pop("max_iter")
+    return cls(**{k: v for k, v in params.items() if k in own})
 
 
 def training_step(cls):
     """The method a fit calls for each step of training."""
-    return "_epoch" if hasattr(cls, "_epoch") else "_objective"
+    return next(name for name in ("_epoch", "_objective", "_refresh") if hasattr(cls, name))
 
 
 @pytest.mark.parametrize("cls", TAGGER_CLASSES)
@@ -58,7 +61,7 @@ def test_huge_k_is_refused_before_any_allocation(cls, k):
     if "k" in cls().get_params():
         with pytest.raises(ValueError, match="'k' parameter"):
             cls(k=k).fit(X, y)
-    model = cls(max_iter=1).fit(X, y)
+    model = make(cls, max_iter=1).fit(X, y)
     with pytest.raises(ValueError, match="k must be"):
         model.predict_kbest(X, k=k)
 
@@ -152,7 +155,7 @@ def test_huge_feature_values_are_refused(value, cls):
     X[2] = X[2].copy()
     X[2].data[1] = value
     with pytest.raises(ValueError, match=r"X\[2\], token 0: feature value .* exceeds"):
-        cls(max_iter=1).fit(X, y)
+        make(cls, max_iter=1).fit(X, y)
 
 
 @pytest.mark.parametrize("cls", TAGGER_CLASSES)

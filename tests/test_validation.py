@@ -5,6 +5,7 @@ import scipy.sparse as sp
 
 from sklstruct import LaRankTagger, SDMTagger, StructuredPerceptronTagger
 from sklstruct._registry import TAGGERS
+from test_hostile import make
 
 ESTIMATORS = list(TAGGERS.values())
 
@@ -19,7 +20,7 @@ def data(n=4, F=3):
 @pytest.fixture(params=ESTIMATORS)
 def fitted(request):
     X, y = data()
-    return request.param(max_iter=1).fit(X, y), X, y
+    return make(request.param, max_iter=1).fit(X, y), X, y
 
 
 @pytest.mark.parametrize("mutate, message", [
@@ -42,7 +43,7 @@ def fitted(request):
 def test_bad_fit_input(mutate, message, cls):
     X, y = mutate(*data())
     with pytest.raises(ValueError, match=message):
-        cls(max_iter=1).fit(X, y)
+        make(cls, max_iter=1).fit(X, y)
 
 
 @pytest.mark.parametrize("params, message", [
@@ -98,7 +99,7 @@ def test_continuing_with_other_features_or_labels(fitted):
             model.partial_fit([np.ones((2, 5))], [["a", "b"]])
         with pytest.raises(ValueError, match="not seen"):
             model.partial_fit(X[:1], [["a", "zz"]])
-    else:  # the dual learners continue only with warm_start on the same data
+    elif "warm_start" in model.get_params():  # the dual learners, the CRF: warm_start
         model.set_params(warm_start=True)
         with pytest.raises(ValueError, match="features"):
             model.fit([np.ones((2, 5))] + X[1:], y)

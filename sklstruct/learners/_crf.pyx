@@ -75,15 +75,18 @@ def crf_pass(ChainData data, const int[::1] y, const double[:, ::1] W, const dou
              Py_ssize_t s0, Py_ssize_t s1, double[::1] sent_val, double[::1] tok_val,
              bint grad=False, const double[::1] node_w=None, const double[::1] gold_w=None,
              const double[::1] cond_c=None, double[:, ::1] node_out=None,
-             double[:, :, ::1] chain_out=None):
+             double[:, :, ::1] chain_out=None, Py_ssize_t block=_BLOCK):
     """Forward-backward over sentences s0 <= s < s1 (callers validate; the
     GIL is released).
 
     Writes ``sent_val[s] = log Z - s(gold)`` and, per token row r,
     ``tok_val[r] = log Z - log Z_t``; with ``grad``, ``node_out[r, :]`` (the
     token's emission coefficients) and adds the sentence's chain gradient to
-    ``chain_out[s // BLOCK]``; ``cond_c`` (per token) may be None.
+    ``chain_out[s // block]`` (``block=1``: one slot per sentence);
+    ``cond_c`` (per token) may be None.
     """
+    if block < 1:
+        raise ValueError("block must be >= 1")
     cdef Py_ssize_t L = W.shape[1], s, t, row0, T, g
     cdef bint cond = cond_c is not None
     cdef double log_z, w
@@ -104,7 +107,7 @@ def crf_pass(ChainData data, const int[::1] y, const double[:, ::1] W, const dou
             if not grad:
                 continue
             node = &node_out[row0, 0]
-            chain = &chain_out[s // _BLOCK, 0, 0]
+            chain = &chain_out[s // block, 0, 0]
             memset(node, 0, T * L * sizeof(double))
             if node_w[s] != 0.0:
                 add_marginals(sc.E, T, L, &P[0, 0], sc.alpha, sc.beta, log_z, node_w[s], node,

@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import MAX_C
-from ..chain import as_stacked, pack_chain, unpack_chain
+from ..chain import as_stacked, pack_chain
 from ..optimize import lbfgs
 from ._base import ChainTagger
 from ._crf import BLOCK, corpus_marginals, crf_pass
@@ -236,12 +236,7 @@ class CRFTagger(ChainTagger):
                     else "the line search failed: scale the features (or C) down")
             warnings.warn(f"L-BFGS stopped after {result.nit} iterations without converging "
                           f"({result.message}); {hint}", ConvergenceWarning)
-        theta = result.x
-        self.classes_ = classes
-        self.n_features_in_ = F
-        self.coef_ = theta[:F * L].reshape(F, L).T.copy()
-        (self.transition_coef_, self.start_coef_, self.end_coef_,
-         self.trigram_coef_) = unpack_chain(theta[F * L:].reshape(L + 2, L))
+        self._set_theta(result.x, classes, F)
         self.n_iter_ = int(result.nit)
         self.objective_ = float(result.fun)
         self.history_ = history
