@@ -104,3 +104,24 @@ def test_long_sentences_do_not_overflow():
     model = SequenceBoostingTagger(n_rounds=5).fit(X, y)
     assert np.isfinite(model.coef_).all()
     assert model.history_[0]["log_loss_before"] == pytest.approx(700 * np.log(3), rel=1e-6)
+
+
+def test_tracked_loss_stays_exact_when_the_dominant_sentence_improves():
+    """One long sentence dominates the exp-loss at first; as it improves by
+    many orders of magnitude the stored expectations are rescaled and G is
+    summed afresh: the tracked loss stays the one forward-backward gives."""
+    from sklstruct._viterbi import chain_marginals, sequence_score
+
+    rng = np.random.default_rng(4)
+    X = [sp.csr_matrix(np.eye(3)[rng.integers(0, 3, size=60)])]
+    X += [sp.csr_matrix(np.eye(3)[rng.integers(0, 3, size=4)]) for _ in range(5)]
+    y = [np.argmax(x.toarray(), axis=1) for x in X]        # the attribute is the label
+    model = SequenceBoostingTagger(n_rounds=60).fit(X, y)
+    logs = [h["log_loss_before"] for h in model.history_]
+    assert logs[0] - logs[-1] > 30                          # the scale moved by > e^20
+    W, P = model._decoding_weights()
+    d = [chain_marginals(x.toarray() @ W, P)[0] - sequence_score(x.toarray() @ W, P, g)
+         for x, g in zip(X, y)]
+    exact = np.log(np.sum(np.expm1(d)))
+    refit = SequenceBoostingTagger(n_rounds=61).fit(X, y)
+    assert refit.history_[-1]["log_loss_before"] == pytest.approx(exact, abs=1e-8)

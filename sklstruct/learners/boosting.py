@@ -153,10 +153,20 @@ class SequenceBoostingTagger(ChainTagger):
         state["G"][F * L:] += (chain - state["chain"][S]).sum(axis=0).ravel()
         state["node"][rows] = node
         state["chain"][S] = chain
-        em = np.exp(-M)
-        state["Z"] += float(np.sum(w - em) - np.sum(state["w"][S] - em))
         state["w"][S] = w
         state["d"][S] = d
+        top = float(state["d"].max())
+        if top < M - 20.0:
+            # the loss fell by e^20 since the scale was set: rescale, and sum
+            # G afresh so that rounding left from the larger scale is gone
+            factor = np.exp(M - top)
+            for key in ("node", "chain", "w"):
+                state[key] *= factor
+            M = state["M"] = top
+            state["G"][:F * L] = np.asarray(data.matrix.T @ state["node"]).ravel()
+            state["G"][F * L:] = state["chain"].sum(axis=0).ravel()
+        # Z = sum_i (1 / P_i - 1) e^-M, from the stored weights (no drift)
+        state["Z"] = float(np.sum(state["w"]) - len(state["w"]) * np.exp(-M))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
