@@ -230,9 +230,11 @@ class SequenceBoostingTagger(ChainTagger):
             step[up] = np.log(eps * r[up] / (1 - r[up])) / umax[up]
             down = ok & (umax == 0)
             step[down] = np.log(eps * (1 - r[down]) / r[down]) / -umin[down]
+            # r e^(step u^min) + (1 - r) e^(step u^max), in log space: a large
+            # step times a term near 0 would otherwise give inf * 0
             bound = np.full_like(theta, np.inf)
-            bound[ok] = (r[ok] * np.exp(step[ok] * umin[ok])
-                         + (1 - r[ok]) * np.exp(step[ok] * umax[ok]))
+            bound[ok] = np.exp(np.logaddexp(np.log(r[ok]) + step[ok] * umin[ok],
+                                            np.log1p(-r[ok]) + step[ok] * umax[ok]))
             k = int(np.argmin(bound))
             log_loss = state["M"] + np.log(Z)
             theta[k] += step[k]                 # W and P are views of theta
