@@ -10,8 +10,8 @@ from scipy.special import logsumexp
 
 from sklstruct import SequenceBoostingTagger
 from sklstruct.chain import as_stacked, joint_feature
-from test_crf import enumerate_chain
 from test_perceptron import random_problem, separable_problem
+from test_viterbi import brute_force
 
 
 def exp_loss(model, X, y):
@@ -19,7 +19,7 @@ def exp_loss(model, X, y):
     W, P = model._decoding_weights()
     total = 0.0
     for x, gold in zip(X, y):
-        seqs, scores = enumerate_chain(x.toarray() @ W, P)
+        seqs, scores = brute_force(x.toarray() @ W, P)
         g = np.searchsorted(model.classes_, gold)
         s_gold = scores[np.flatnonzero((seqs == g).all(axis=1))[0]]
         total += np.exp(logsumexp(scores) - s_gold) - 1.0

@@ -1,7 +1,6 @@
 """The CRF: forward-backward and the conditioned expectations against
 brute-force enumeration, the four losses' gradients against finite
 differences, and what the tagger must learn."""
-import itertools
 import pickle
 import warnings
 
@@ -18,18 +17,9 @@ from sklstruct import CRFTagger
 from sklstruct._viterbi import chain_marginals, conditioned_expectations
 from sklstruct.chain import as_stacked, joint_feature
 from test_perceptron import random_problem, separable_problem
+from test_viterbi import brute_force
 
 LOSSES = ["log", "exp", "pointwise_log", "pointwise_exp"]
-
-
-def enumerate_chain(E, P):
-    """Every label sequence with its score, and its chain counts (the P block
-    of the joint feature map)."""
-    T, L = E.shape
-    seqs = np.array(list(itertools.product(range(L), repeat=T)))
-    scores = np.array([P[L, q[0]] + E[np.arange(T), q].sum() + P[q[:-1], q[1:]].sum()
-                       + P[L + 1, q[-1]] for q in seqs])
-    return seqs, scores
 
 
 def counts(seq, T, L):
@@ -52,7 +42,7 @@ def problems(draw, max_T=5, max_L=4, scale=1.0):
 def test_forward_backward_matches_brute_force(problem):
     E, P, _, _ = problem
     T, L = E.shape
-    seqs, scores = enumerate_chain(E, P)
+    seqs, scores = brute_force(E, P)
     log_z = logsumexp(scores)
     node, chain = np.zeros((T, L)), np.zeros((L + 2, L))
     for q, p in zip(seqs, np.exp(scores - log_z)):
@@ -72,7 +62,7 @@ def test_conditioned_expectations_match_brute_force(problem):
     log Z_t, by enumeration of the sequences with y_t = gold_t."""
     E, P, gold, c = problem
     T, L = E.shape
-    seqs, scores = enumerate_chain(E, P)
+    seqs, scores = brute_force(E, P)
     node, chain, log_zt = np.zeros((T, L)), np.zeros((L + 2, L)), np.zeros(T)
     for t in range(T):
         keep = seqs[:, t] == gold[t]
@@ -107,7 +97,7 @@ def test_long_sentences_and_huge_scores_do_not_overflow():
     assert score <= log_z < score + 10          # a few near-best sequences add a little
     # and a short problem scaled so that exp() overflows, against brute force
     E, P = 400 * rng.normal(size=(4, 3)), 400 * rng.normal(size=(5, 3))
-    assert chain_marginals(E, P)[0] == pytest.approx(logsumexp(enumerate_chain(E, P)[1]))
+    assert chain_marginals(E, P)[0] == pytest.approx(logsumexp(brute_force(E, P)[1]))
 
 
 def objective_parts(model, X, y):
@@ -125,7 +115,7 @@ def reference_loss(theta, X, y, loss, C, F, L):
     total = 0.0
     for x, gold in zip(X, y):
         E = x.toarray() @ W
-        seqs, scores = enumerate_chain(E, P)
+        seqs, scores = brute_force(E, P)
         log_z = logsumexp(scores)
         s_gold = scores[np.flatnonzero((seqs == gold).all(axis=1))[0]]
         log_zt = np.array([logsumexp(scores[seqs[:, t] == gold[t]]) for t in range(len(gold))])
@@ -185,7 +175,7 @@ def test_marginals_match_brute_force_and_predict_is_their_viterbi():
     W, P = model._decoding_weights()
     for x, m in zip(X, marginals):
         E = x.toarray() @ W
-        seqs, scores = enumerate_chain(E, P)
+        seqs, scores = brute_force(E, P)
         p = np.exp(scores - logsumexp(scores))
         expected = np.zeros_like(m)
         for q, pq in zip(seqs, p):

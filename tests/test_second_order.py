@@ -4,7 +4,6 @@ the model's layout, and every chain learner with ``order=2``.
 The learners' exact updates with ``order=2`` (dF with the trigrams around each
 changed position) are checked against their plain references in
 test_perceptron, test_pa_mira, test_swvm and test_dual."""
-import itertools
 import pickle
 
 import numpy as np
@@ -18,88 +17,48 @@ from sklstruct._viterbi import decode_corpus
 from sklstruct.chain import (as_stacked, joint_feature, kbest_decode, pack_chain,
                              sequence_score, unpack_chain, viterbi_decode)
 from test_perceptron import random_problem, separable_problem
+from test_viterbi import brute_force, chain_problems, check_kbest
 
 TAGGERS = [cls for cls in _registry.TAGGERS.values() if "order" in cls().get_params()]
 
 
-def brute_force2(E, P, gold=None, cost=0.0):
-    """All label sequences and their second-order scores, computed directly."""
-    T, L = E.shape
-    Q = P[L + 2:].reshape(L, L, L)
-    seqs = np.array(list(itertools.product(range(L), repeat=T)), dtype=np.int32)
-    scores = np.array([
-        P[L, s[0]] + E[np.arange(T), s].sum() + P[s[:-1], s[1:]].sum() + P[L + 1, s[-1]]
-        + Q[s[:-2], s[1:-1], s[2:]].sum()
-        for s in seqs
-    ])
-    if cost:
-        scores = scores + cost * (seqs != gold).sum(axis=1)
-    return seqs, scores
-
-
-@st.composite
-def second_order_problems(draw, integer_scores=False, max_T=5, max_L=4):
-    T = draw(st.integers(1, max_T))
-    L = draw(st.integers(1, max_L))
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    shape_E, shape_P = (T, L), (L + 2 + L * L, L)
-    if integer_scores:  # many ties
-        E = rng.integers(-2, 3, size=shape_E).astype(float)
-        P = rng.integers(-2, 3, size=shape_P).astype(float)
-    else:
-        E, P = rng.normal(size=shape_E), rng.normal(size=shape_P)
-    return E, P, rng.integers(0, L, size=T)
-
-
-def check_kbest2(E, P, k, gold=None, cost=0.0):
-    seqs, scores = brute_force2(E, P, gold, cost)
-    paths, got = kbest_decode(E, P, k, gold=gold, cost=cost)
-    assert len(paths) == min(k, len(seqs))
-    np.testing.assert_allclose(got, np.sort(scores)[::-1][:k], atol=1e-9)
-    assert len({tuple(p) for p in paths}) == len(paths), "k-best sequences must be distinct"
-    for p, s in zip(paths, got):
-        direct = sequence_score(E, P, p) + (cost * np.sum(p != gold) if cost else 0.0)
-        assert direct == pytest.approx(s)
-    assert np.all(np.diff(got) <= 1e-12)
-
-
 @settings(max_examples=200, deadline=None)
-@given(second_order_problems(), st.booleans())
+@given(chain_problems(order=2), st.booleans())
 def test_viterbi2_matches_brute_force(problem, augmented):
     E, P, gold = problem
     cost = 1.0 if augmented else 0.0
-    _, scores = brute_force2(E, P, gold, cost)
+    _, scores = brute_force(E, P, gold, cost)
     path, score = viterbi_decode(E, P, gold=gold, cost=cost)
     assert score == pytest.approx(scores.max())
     assert sequence_score(E, P, path) + cost * np.sum(path != gold) == pytest.approx(scores.max())
 
 
 @settings(max_examples=200, deadline=None)
-@given(second_order_problems(), st.integers(1, 12))
+@given(chain_problems(order=2), st.integers(1, 12))
 def test_kbest2_matches_brute_force(problem, k):
     E, P, _ = problem
-    check_kbest2(E, P, k)
+    check_kbest(E, P, k)
 
 
 @settings(max_examples=200, deadline=None)
-@given(second_order_problems(integer_scores=True), st.integers(1, 30))
+@given(chain_problems(integer_scores=True, order=2), st.integers(1, 30))
 def test_kbest2_with_ties(problem, k):
     E, P, _ = problem
-    check_kbest2(E, P, k)
+    check_kbest(E, P, k)
 
 
 @settings(max_examples=200, deadline=None)
-@given(second_order_problems(), st.integers(1, 12), st.sampled_from([1.0, 0.5, 3.0]))
+@given(chain_problems(order=2), st.integers(1, 12), st.sampled_from([1.0, 0.5, 3.0]))
 def test_loss_augmented_kbest2_matches_brute_force(problem, k, cost):
     E, P, gold = problem
-    check_kbest2(E, P, k, gold=gold, cost=cost)
+    check_kbest(E, P, k, gold=gold, cost=cost)
 
 
 @settings(max_examples=40, deadline=None)
-@given(second_order_problems(max_T=8, max_L=3), st.integers(1, 300))
+@given(chain_problems(max_T=8, max_L=3, order=2), st.integers(1, 300))
 def test_kbest2_deep_lattices_many_ranks(problem, k):
     E, P, gold = problem
-    check_kbest2(E, P, k, gold=gold, cost=1.0)
+    check_kbest(E, P, k, gold=gold, cost=1.0)
 
 
 def test_zero_trigrams_decode_like_first_order():

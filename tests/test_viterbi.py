@@ -10,11 +10,14 @@ from sklstruct.chain import kbest_decode, pack_chain, sequence_score, viterbi_de
 
 
 def brute_force(E, P, gold=None, cost=0.0):
-    """All label sequences and their (loss-augmented) scores, computed directly."""
+    """All label sequences and their (loss-augmented) scores, computed directly;
+    a P with L * L trigram rows after the start and end rows is second order."""
     T, L = E.shape
+    Q = P[L + 2:].reshape(L, L, L) if P.shape[0] > L + 2 else None
     seqs = np.array(list(itertools.product(range(L), repeat=T)), dtype=np.int32)
     scores = np.array([
         P[L, s[0]] + E[np.arange(T), s].sum() + P[s[:-1], s[1:]].sum() + P[L + 1, s[-1]]
+        + (Q[s[:-2], s[1:-1], s[2:]].sum() if Q is not None else 0.0)
         for s in seqs
     ])
     if cost:
@@ -23,17 +26,18 @@ def brute_force(E, P, gold=None, cost=0.0):
 
 
 @st.composite
-def chain_problems(draw, integer_scores=False, max_T=5, max_L=4):
+def chain_problems(draw, integer_scores=False, max_T=5, max_L=4, order=1):
     T = draw(st.integers(1, max_T))
     L = draw(st.integers(1, max_L))
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
+    rows = L + 2 + (L * L if order == 2 else 0)
     if integer_scores:  # many ties
         E = rng.integers(-2, 3, size=(T, L)).astype(float)
-        P = rng.integers(-2, 3, size=(L + 2, L)).astype(float)
+        P = rng.integers(-2, 3, size=(rows, L)).astype(float)
     else:
         E = rng.normal(size=(T, L))
-        P = rng.normal(size=(L + 2, L))
+        P = rng.normal(size=(rows, L))
     gold = rng.integers(0, L, size=T)
     return E, P, gold
 
