@@ -33,7 +33,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 
 from common import DEFAULT_DATA, in_child, load, load_corpus, n_tokens, report, run_crfsuite
 

@@ -13,6 +13,8 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from joblib import cpu_count, effective_n_jobs
+from sklearn.utils._param_validation import Interval
 
 #: Largest ``k`` (best structures per example) accepted anywhere: far more
 #: than a learner can use, and it bounds the k-best scratch (k x T labels).
@@ -25,6 +27,17 @@ MAX_ABS_FEATURE = 1e100
 
 #: Largest slack weight / step cap ``C`` accepted (the dual variables sum to C).
 MAX_C = 1e100
+
+#: The ``n_jobs`` constraint of the estimators that run threads (joblib's
+#: convention: None, a positive count, or -1, -2, ... for all CPUs but some).
+N_JOBS_CONSTRAINT = [Interval(Integral, None, -1, closed="right"),
+                     Interval(Integral, 1, None, closed="left"), None]
+
+
+def n_threads(n_jobs, n_tasks):
+    """Threads to run ``n_tasks`` with: joblib's reading of ``n_jobs``, at
+    most the CPUs and the tasks, at least 1."""
+    return max(1, min(effective_n_jobs(n_jobs), cpu_count(), n_tasks))
 
 
 _repr = reprlib.Repr()

@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._chain import COSTS, ChainWeights, check_alloc
 from .._validation import MAX_C, MAX_K, check_classes, check_k, check_label_sequences
-from .._viterbi import decode_corpus, kbest_decode
+from .._viterbi import chain_order, decode_corpus, kbest_decode
 from ..chain import as_stacked, pack_chain, unpack_chain
 from ._dual import DualState, dual_epoch
 from ._online import online_epoch
@@ -63,6 +63,15 @@ class ChainTagger(BaseEstimator):
                 "with partial_fit(..., classes=...) on the first call, or refit")
         return codes.astype(np.int32)
 
+    def _labels(self, y, data, classes=None):
+        """(classes, codes) for a fresh fit: the sorted labels of ``y`` (or
+        of ``classes=``, validated) and the int32 codes of ``y`` into them."""
+        if classes is not None:
+            classes, _ = check_classes(classes)
+            return classes, self._encode(y, data, classes)
+        classes, codes = np.unique(self._encode(y, data, None), return_inverse=True)
+        return classes, codes.astype(np.int32)
+
     def _set_theta(self, theta, classes, n_features):
         """Publish a first-order weight vector laid out as [W.ravel(),
         P.ravel()] (the CRF and boosting) as the learned attributes."""
@@ -95,8 +104,8 @@ class ChainTagger(BaseEstimator):
         data = as_stacked(X, self.n_features_in_)
         c = data.chain_data()
         W, P = self._decoding_weights()
-        order = 1 if getattr(self, "trigram_coef_", None) is None else 2
-        codes = decode_corpus(c.indptr, c.indices, c.data, c.offsets, W, P, order)
+        codes = decode_corpus(c.indptr, c.indices, c.data, c.offsets, W, P,
+                              chain_order(P, W.shape[1]))
         return data.split(self.classes_[codes])
 
     def predict_kbest(self, X, k=5):
@@ -121,8 +130,8 @@ class ChainTagger(BaseEstimator):
         W, P = self._decoding_weights()
         E = np.asarray(data.matrix @ W)
         L = P.shape[1]
-        order = 1 if P.shape[0] == L + 2 else 2
-        check_alloc("the k-best scratch", k, int(data.lengths.max()) * L ** order + 1, 16)
+        check_alloc("the k-best scratch", k,
+                    int(data.lengths.max()) * L ** chain_order(P, L) + 1, 16)
         result = []
         for a, b in zip(data.offsets[:-1], data.offsets[1:]):
             # no more sequences than exist: L ** T may be smaller than k
@@ -197,13 +206,7 @@ class ChainLearner(ChainTagger):
             self._check_warm(data, codes)
             return data, codes, self.classes_
         data = as_stacked(X)
-        if classes is not None:
-            classes, _ = check_classes(classes)
-            codes = self._encode(y, data, classes)
-        else:
-            labels = self._encode(y, data, None)
-            classes, codes = np.unique(labels, return_inverse=True)
-            codes = codes.astype(np.int32)
+        classes, codes = self._labels(y, data, classes)
         return data, codes, classes
 
     def _train(self, X, y, n_epochs, continuing, classes=None):

@@ -12,6 +12,16 @@ from ._base import ChainTagger
 from ._crf import crf_pass
 
 
+def _rescale(state, M):
+    """Move the stored per-sentence weights e^(d - M) and their expectations
+    to the scale e^-M; returns the factor applied."""
+    factor = np.exp(state["M"] - M)
+    for key in ("node", "chain", "w"):
+        state[key] *= factor
+    state["M"] = M
+    return factor
+
+
 class SequenceBoostingTagger(ChainTagger):
     """Boosting for label sequences: one weight of the CRF updated per round.
 
@@ -136,13 +146,9 @@ class SequenceBoostingTagger(ChainTagger):
         d = np.empty(n)
         tok = np.empty(rows.shape[0])
         crf_pass(c, sub_codes, W, P, 0, n, d, tok)
+        if d.max() > state["M"]:                          # rescale what is stored
+            state["G"] *= _rescale(state, float(d.max()))
         M = state["M"]
-        if d.max() > M:                                   # rescale what is stored
-            factor = np.exp(M - d.max())
-            for key in ("G", "node", "chain", "w"):
-                state[key] *= factor
-            state["Z"] *= factor
-            M = state["M"] = float(d.max())
         w = np.exp(d - M)
         node = np.empty((rows.shape[0], L))
         chain = np.zeros((n, L + 2, L))
@@ -159,10 +165,8 @@ class SequenceBoostingTagger(ChainTagger):
         if top < M - 20.0:
             # the loss fell by e^20 since the scale was set: rescale, and sum
             # G afresh so that rounding left from the larger scale is gone
-            factor = np.exp(M - top)
-            for key in ("node", "chain", "w"):
-                state[key] *= factor
-            M = state["M"] = top
+            _rescale(state, top)
+            M = top
             state["G"][:F * L] = np.asarray(data.matrix.T @ state["node"]).ravel()
             state["G"][F * L:] = state["chain"].sum(axis=0).ravel()
         # Z = sum_i (1 / P_i - 1) e^-M, from the stored weights (no drift)
@@ -182,9 +186,7 @@ class SequenceBoostingTagger(ChainTagger):
         self : object
         """
         data = as_stacked(X)
-        labels = self._encode(y, data, None)
-        classes, codes = np.unique(labels, return_inverse=True)
-        codes = np.ascontiguousarray(codes, dtype=np.int32)
+        classes, codes = self._labels(y, data)
         F, L, n_sent = data.n_features, len(classes), len(data)
         theta = np.zeros(F * L + (L + 2) * L)
         umax, umin = self._bounds(data, codes, L)

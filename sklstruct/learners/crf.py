@@ -4,13 +4,13 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import Parallel, cpu_count, delayed, effective_n_jobs
+from joblib import Parallel, delayed
 from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import MAX_C
+from .._validation import MAX_C, N_JOBS_CONSTRAINT, n_threads
 from ..chain import as_stacked, pack_chain
 from ..optimize import lbfgs
 from ._base import ChainTagger
@@ -95,8 +95,7 @@ class CRFTagger(ChainTagger):
         "C": [Interval(Real, 0, MAX_C, closed="right")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
-        "n_jobs": [Interval(Integral, None, -1, closed="right"),
-                   Interval(Integral, 1, None, closed="left"), None],
+        "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
     }
@@ -115,7 +114,7 @@ class CRFTagger(ChainTagger):
     def _blocks(self, n_sentences):
         """(start, stop) sentence ranges, whole BLOCKs, one per thread."""
         n_blocks = -(-n_sentences // BLOCK)
-        n_jobs = max(1, min(effective_n_jobs(self.n_jobs), cpu_count(), n_blocks))
+        n_jobs = n_threads(self.n_jobs, n_blocks)
         cuts = np.linspace(0, n_blocks, n_jobs + 1).round().astype(int) * BLOCK
         return [(int(a), int(min(b, n_sentences))) for a, b in zip(cuts[:-1], cuts[1:])
                 if a < min(b, n_sentences)]
@@ -199,9 +198,7 @@ class CRFTagger(ChainTagger):
             classes = self.classes_
         else:
             data = as_stacked(X)
-            labels = self._encode(y, data, None)
-            classes, codes = np.unique(labels, return_inverse=True)
-        codes = np.ascontiguousarray(codes, dtype=np.int32)
+            classes, codes = self._labels(y, data)
         F, L = data.n_features, len(classes)
         ctx = {"data": data, "codes": codes, "F": F, "L": L, "chain_data": data.chain_data(),
                "ranges": self._blocks(len(data))}

@@ -17,12 +17,13 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, cpu_count, delayed, effective_n_jobs
+from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import InputTypeError, check_sentence, check_sentence_list, describe
+from .._validation import (N_JOBS_CONSTRAINT, InputTypeError, check_sentence,
+                           check_sentence_list, describe, n_threads)
 from ..features import SequenceVectorizer
 from ..qp import WorkingSetQP
 from .binarize import binarize, unbinarize
@@ -409,8 +410,7 @@ class F1MaxMarginParser(BaseParser):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "qp_tol": [Interval(Real, 0, None, closed="neither")],
-        "n_jobs": [Interval(Integral, None, -1, closed="right"),
-                   Interval(Integral, 1, None, closed="left"), None],
+        "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
     }
 
@@ -534,7 +534,7 @@ class F1MaxMarginParser(BaseParser):
         qp = WorkingSetQP(self.n_weights_, self.C / n)
         self.history_ = []
         self.converged_ = False
-        n_jobs = max(1, min(effective_n_jobs(self.n_jobs), cpu_count(), n))
+        n_jobs = n_threads(self.n_jobs, n)
         parallel = Parallel(n_jobs=n_jobs, require="sharedmem")
         for it in range(1, self.max_iter + 1):
             w_chain = g.chain_weights(self.w_unary_)
