@@ -6,9 +6,12 @@ CoNLL-2002 Spanish NER (train / testb), with the features of
 ``common.load_corpus``, the log-loss ``CRFTagger`` and CRFsuite's ``lbfgs``
 on identical features and equal regularisation in the same run:
 
-* identical features: CRFsuite with ``feature.possible_states`` and
-  ``feature.possible_transitions`` on, so that it too has a weight for every
-  (attribute, label) pair and every transition, as the dense ``coef_`` does;
+* identical features and models: the same attributes; with ``--states
+  observed`` (default) both have weights for the (attribute, label) pairs
+  seen in training only (CRFsuite's default, ``all_possible_states=False``),
+  with ``possible`` for every pair (``feature.possible_states``,
+  ``all_possible_states=True``); every transition in both
+  (``feature.possible_transitions``);
 * equal regularisation: CRFsuite minimises ``-LL + c2 ||w||^2``, ours
   ``C (-LL) + 1/2 ||w||^2``, the same minimiser when ``c2 = 1 / (2 C)``;
 * the same budget: 100 L-BFGS iterations (``--max-iter``) each; CRFsuite also
@@ -25,7 +28,8 @@ on the same sets (Table 3).
 Usage (needs ``pip install python-crfsuite`` for part 1)::
 
     python benchmarks/bench_crf.py [--data DIR] [--part crfsuite losses boosting] [--C 0.5]
-        [--max-iter 100] [--rounds 1000] [--out FILE]
+        [--max-iter 100] [--states observed possible] [--n-jobs 1 2] [--rounds 1000]
+        [--out FILE]
 """
 import argparse
 import sys
@@ -63,35 +67,36 @@ def part_crfsuite(args):
     lines = ["## CRFTagger (log loss) beside CRFsuite's lbfgs", "",
              f"C = {args.C} for CRFTagger, c2 = 1 / (2 C) = {1 / (2 * args.C):g} for CRFsuite "
              f"(c1 = 0), at most {args.max_iter} L-BFGS iterations each, the same attributes.  "
-             "CRFsuite's default model ('observed states') has a weight only for the "
-             "(attribute, label) pairs seen in training; with feature.possible_states "
-             "('possible states') it has one for every pair, the model of CRFTagger's dense "
-             "coef_ (both: every transition).  Objective: "
-             "CRFsuite's reported loss, -LL + c2 ||w||^2, and ours divided by C, "
-             "-LL + ||w||^2 / (2 C): the same function when the models are the same (possible states); with observed states CRFsuite minimises over fewer weights.", ""]
+             "'observed states': a weight only for the (attribute, label) pairs seen in "
+             "training (CRFsuite's default and CRFTagger's, all_possible_states=False); "
+             "'possible states': one for every pair (feature.possible_states, "
+             "all_possible_states=True); both: every transition.  Objective: CRFsuite's "
+             "reported loss, -LL + c2 ||w||^2, and ours divided by C, -LL + ||w||^2 / (2 C): "
+             "the same function on the same model.", ""]
     for corpus, test in (("conll2000", "test"), ("conll2002_esp", "testb")):
         data = load_corpus(args.data, corpus)
-        rows = [(f"python-crfsuite lbfgs ({states} states)", in_child(run_crfsuite, data, "crf",
-                                                                       "lbfgs", {
-            "c1": 0.0, "c2": 1.0 / (2 * args.C), "max_iterations": args.max_iter,
-            "feature.possible_states": states == "possible",
-            "feature.possible_transitions": True}, test))
-            for states in args.crfsuite_states]
-        for n_jobs in args.n_jobs:
-            rows.append((f"sklstruct CRFTagger, n_jobs={n_jobs}", in_child(
-                run_ours, data, CRFTagger(C=args.C, max_iter=args.max_iter, n_jobs=n_jobs),
-                test)))
-        ref = rows[0][1]
         lines += [f"### {corpus}: {len(data['y']['train'])} training sentences "
                   f"({n_tokens(data, 'train')} tokens), {data['n_features']} attributes", "",
                   "| model | chunk F1 | training s | vs CRFsuite | iterations | s / iteration | "
                   "objective (CRFsuite's scale) |", "|---|---|---|---|---|---|---|"]
-        for name, r in rows:
-            obj = r["objective"] if name.startswith("python") else r["objective"] / args.C
-            lines.append(f"| {name} | {100 * r['f1']:.2f} | {r['fit_s']:.1f} | "
-                         f"{r['fit_s'] / ref['fit_s']:.2f}x | {r['iterations']} | "
-                         f"{r['fit_s'] / max(r['iterations'], 1):.3f} | {obj:.1f} |")
-            print(lines[-1], flush=True)
+        for states in args.states:
+            rows = [(f"python-crfsuite lbfgs ({states} states)", in_child(
+                run_crfsuite, data, "crf", "lbfgs", {
+                    "c1": 0.0, "c2": 1.0 / (2 * args.C), "max_iterations": args.max_iter,
+                    "feature.possible_states": states == "possible",
+                    "feature.possible_transitions": True}, test))]
+            for n_jobs in args.n_jobs:
+                rows.append((f"sklstruct CRFTagger ({states} states), n_jobs={n_jobs}", in_child(
+                    run_ours, data, CRFTagger(C=args.C, max_iter=args.max_iter, n_jobs=n_jobs,
+                                              all_possible_states=states == "possible"),
+                    test)))
+            ref = rows[0][1]
+            for name, r in rows:
+                obj = r["objective"] if name.startswith("python") else r["objective"] / args.C
+                lines.append(f"| {name} | {100 * r['f1']:.2f} | {r['fit_s']:.1f} | "
+                             f"{r['fit_s'] / ref['fit_s']:.2f}x | {r['iterations']} | "
+                             f"{r['fit_s'] / max(r['iterations'], 1):.3f} | {obj:.1f} |")
+                print(lines[-1], flush=True)
         lines.append("")
     return "\n".join(lines)
 
@@ -145,8 +150,8 @@ def main(argv=None):
     parser.add_argument("--C", type=float, default=0.5)
     parser.add_argument("--max-iter", type=int, default=100)
     parser.add_argument("--n-jobs", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--crfsuite-states", nargs="+", choices=["observed", "possible"],
-                        default=["observed"])
+    parser.add_argument("--states", nargs="+", choices=["observed", "possible"],
+                        default=["observed"], help="the models compared (see part 1)")
     parser.add_argument("--out", help="write the markdown here")
     args = parser.parse_args(argv)
     body = ""

@@ -71,3 +71,11 @@ cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const dou
                           const double* alpha, const double* beta, const int* gold,
                           const double* c, double* abar, double* bbar,
                           double* node, double* chain) noexcept nogil
+cdef void scaled_transitions(const double* P, Py_ssize_t L, double* out) noexcept nogil
+cdef double forward_backward_any(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                                 const double* eTr, double* alpha, double* beta, double* eE,
+                                 double* norm, bint* scaled) noexcept nogil
+cdef void add_marginals_any(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                            const double* eTr, const double* alpha, const double* beta,
+                            const double* eE, const double* norm, bint scaled, double log_z,
+                            double weight, double* node, double* chain) noexcept nogil

@@ -21,7 +21,7 @@ import numpy as np
 
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
-from libc.math cimport INFINITY, exp, fmin, log
+from libc.math cimport INFINITY, NAN, exp, fmin, log
 
 
 cdef void compute_emission(const long long* indptr, const int* indices, const double* data,
@@ -625,6 +625,186 @@ cdef void add_marginals(const double* E, Py_ssize_t T, Py_ssize_t L, const doubl
                                                        + r[b] - log_z)
 
 
+# The fast path (Rabiner's scaling, CRFsuite's way): the recursions run on
+# probabilities normalised to sum 1 at each position, with exp(E[t] - max E[t])
+# and exp(P - max P) as factors, so a position costs L exponentials and one
+# logarithm instead of the log-space path's ~7 L.  It is taken only when the
+# scores' spread is small enough that nothing can underflow: with r the
+# largest spread (max - min) of the transition, start or end scores and R
+# that of an emission row, a normalised forward or backward entry is at
+# least e^-(r + R) / L and every product formed from them at least
+# e^-3(r + R) / L^2; r + R <= SCALED_RANGE = 200 keeps all of them normal
+# doubles, so every term is kept with full relative precision.  Otherwise
+# (weights of a few hundred, or the huge scores of the tests) the caller
+# takes the log-space path (forward_backward_any does).
+cdef double SCALED_RANGE = 200.0
+
+
+cdef void scaled_transitions(const double* P, Py_ssize_t L, double* out) noexcept nogil:
+    """out[:L*L] = exp(P - max P) of the transitions, then exp(start - max)
+    and exp(end - max) (L each), then the three maxima and the largest of
+    the three spreads: (L + 2) * L + 4 doubles, computed once per weight
+    vector."""
+    cdef Py_ssize_t a, i, n
+    cdef const double* block
+    cdef double m, lo, spread = 0.0
+    for i in range(3):
+        block = P + (L * L if i > 0 else 0) + (L if i == 2 else 0)
+        n = L * L if i == 0 else L
+        m = _max_row(block, n)
+        lo = m
+        for a in range(n):
+            lo = fmin(lo, block[a])
+        out[(L + 2) * L + i] = m
+        if spread == spread and not (m - lo <= spread):     # a NaN stays
+            spread = m - lo
+    out[(L + 2) * L + 3] = spread
+    for a in range(L * L):
+        out[a] = exp(P[a] - out[(L + 2) * L])
+    for a in range(L):
+        out[L * L + a] = exp(P[L * L + a] - out[(L + 2) * L + 1])
+        out[(L + 1) * L + a] = exp(P[(L + 1) * L + a] - out[(L + 2) * L + 2])
+
+
+cdef double forward_backward_scaled(const double* E, Py_ssize_t T, Py_ssize_t L,
+                                    const double* eTr, double* ea, double* eb, double* eE,
+                                    double* norm) noexcept nogil:
+    """Scaled forward-backward: ea[t] and eb[t] (T * L each) proportional to
+    exp(alpha[t]) and exp(beta[t]) and summing to 1, eE[t, b] =
+    exp(E[t, b] - max E[t]), norm[t] the forward normaliser of position t.
+    Returns log Z, or NaN where the scores' spread exceeds SCALED_RANGE
+    (or a normaliser falls below TINY, which that excludes)."""
+    cdef Py_ssize_t t, a, b
+    cdef const double* eP = eTr
+    cdef const double* eS = eTr + L * L
+    cdef const double* eEnd = eTr + (L + 1) * L
+    cdef double pmax = eTr[(L + 2) * L], m, s, acc, log_z, lo
+    cdef double* row
+    for t in range(T):
+        m = _max_row(E + t * L, L)
+        lo = m
+        for b in range(L):
+            lo = fmin(lo, E[t * L + b])
+        if not (eTr[(L + 2) * L + 3] + (m - lo) <= SCALED_RANGE):
+            return NAN
+    for t in range(T):
+        m = _max_row(E + t * L, L)
+        row = ea + t * L
+        for b in range(L):
+            eE[t * L + b] = exp(E[t * L + b] - m)
+        if t == 0:
+            for b in range(L):
+                row[b] = eS[b] * eE[b]
+            log_z = eTr[(L + 2) * L + 1] + m
+        else:
+            for b in range(L):
+                row[b] = 0.0
+            for a in range(L):                       # row += ea[t-1, a] * eP[a, :]
+                acc = ea[(t - 1) * L + a]
+                for b in range(L):
+                    row[b] += acc * eP[a * L + b]
+            for b in range(L):
+                row[b] *= eE[t * L + b]
+            log_z += pmax + m
+        s = 0.0
+        for b in range(L):
+            s += row[b]
+        if not (s > TINY):
+            return NAN
+        norm[t] = s
+        s = 1.0 / s
+        for b in range(L):
+            row[b] *= s
+        log_z += log(norm[t])
+    acc = 0.0
+    for b in range(L):
+        acc += ea[(T - 1) * L + b] * eEnd[b]
+    if not (acc > TINY):
+        return NAN
+    log_z += eTr[(L + 2) * L + 2] + log(acc)
+    s = 0.0
+    for b in range(L):
+        s += eEnd[b]
+    for b in range(L):
+        eb[(T - 1) * L + b] = eEnd[b] / s
+    for t in range(T - 2, -1, -1):
+        row = eb + t * L
+        for b in range(L):                           # (scratch: the next row's factor)
+            norm[T + b] = eE[(t + 1) * L + b] * eb[(t + 1) * L + b]
+        s = 0.0
+        for a in range(L):
+            acc = 0.0
+            for b in range(L):
+                acc += eP[a * L + b] * norm[T + b]
+            row[a] = acc
+            s += acc
+        if not (s > TINY):
+            return NAN
+        s = 1.0 / s
+        for a in range(L):
+            row[a] *= s
+    return log_z
+
+
+cdef void add_marginals_scaled(Py_ssize_t T, Py_ssize_t L, const double* eTr,
+                               const double* ea, const double* eb, const double* eE,
+                               const double* norm, double weight, double* node,
+                               double* chain) noexcept nogil:
+    """What :c:func:`add_marginals` adds, from the scaled recursions: the node
+    marginal is ea[t] * eb[t] normalised, and the edge marginal
+    ea[t-1, a] eP[a, b] eE[t, b] eb[t, b] sums to norm[t] * (ea[t] . eb[t])
+    over (a, b): no exponential at all."""
+    cdef Py_ssize_t t, a, b
+    cdef const double* eP = eTr
+    cdef double d, k, v
+    cdef double* r = <double*>(norm + T)             # L scratch
+    for t in range(T):
+        d = 0.0
+        for b in range(L):
+            d += ea[t * L + b] * eb[t * L + b]
+        k = weight / d
+        for b in range(L):
+            v = k * ea[t * L + b] * eb[t * L + b]
+            node[t * L + b] += v
+            if t == 0:
+                chain[L * L + b] += v
+            if t == T - 1:
+                chain[(L + 1) * L + b] += v
+        if t == 0:
+            continue
+        k = k / norm[t]
+        for b in range(L):
+            r[b] = k * eE[t * L + b] * eb[t * L + b]
+        for a in range(L):
+            v = ea[(t - 1) * L + a]
+            for b in range(L):
+                chain[a * L + b] += v * eP[a * L + b] * r[b]
+
+
+cdef double forward_backward_any(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                                 const double* eTr, double* alpha, double* beta, double* eE,
+                                 double* norm, bint* scaled) noexcept nogil:
+    """log Z by the scaled path where it is exact, else by
+    :c:func:`forward_backward` (``*scaled`` says which filled alpha and
+    beta); buffers as for both (norm: T + L)."""
+    cdef double log_z = forward_backward_scaled(E, T, L, eTr, alpha, beta, eE, norm)
+    scaled[0] = log_z == log_z
+    if not scaled[0]:
+        log_z = forward_backward(E, T, L, P, alpha, beta)
+    return log_z
+
+
+cdef void add_marginals_any(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                            const double* eTr, const double* alpha, const double* beta,
+                            const double* eE, const double* norm, bint scaled, double log_z,
+                            double weight, double* node, double* chain) noexcept nogil:
+    """add_marginals after :c:func:`forward_backward_any`."""
+    if scaled:
+        add_marginals_scaled(T, L, eTr, alpha, beta, eE, norm, weight, node, chain)
+    else:
+        add_marginals(E, T, L, P, alpha, beta, log_z, weight, node, chain)
+
+
 cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                           const double* alpha, const double* beta, const int* gold,
                           const double* c, double* abar, double* bbar,
@@ -877,9 +1057,11 @@ def _check_first_order(E, P, gold=None):
     return E, P, gold
 
 
-def chain_marginals(E, P):
+def chain_marginals(E, P, _return_path=False):
     """log Z, the label marginals and the expected chain counts of a
-    first-order chain, by forward-backward in log space.
+    first-order chain, by forward-backward: scaled where that is exact,
+    else in log space (``_return_path=True`` also returns whether the
+    scaled path was taken, for the tests).
 
     Parameters
     ----------
@@ -901,14 +1083,23 @@ def chain_marginals(E, P):
     cdef Py_ssize_t T = E.shape[0], L = E.shape[1]
     alpha = np.empty((T, L))
     beta = np.empty((T + 3 + L, L))
+    eE = np.empty((T, L))
+    norm = np.empty(T + L)
+    eTr = np.empty((L + 2) * L + 4)
     node = np.zeros((T, L))
     chain = np.zeros((L + 2, L))
-    cdef double[:, ::1] Ev = E, Pv = P, av = alpha, bv = beta, nv = node, cv = chain
+    cdef double[:, ::1] Ev = E, Pv = P, av = alpha, bv = beta, nv = node, cv = chain, ev = eE
+    cdef double[::1] zv = norm, tv = eTr
     cdef double log_z
+    cdef bint scaled
     with nogil:
-        log_z = forward_backward(&Ev[0, 0], T, L, &Pv[0, 0], &av[0, 0], &bv[0, 0])
-        add_marginals(&Ev[0, 0], T, L, &Pv[0, 0], &av[0, 0], &bv[0, 0], log_z, 1.0,
-                      &nv[0, 0], &cv[0, 0])
+        scaled_transitions(&Pv[0, 0], L, &tv[0])
+        log_z = forward_backward_any(&Ev[0, 0], T, L, &Pv[0, 0], &tv[0], &av[0, 0], &bv[0, 0],
+                                     &ev[0, 0], &zv[0], &scaled)
+        add_marginals_any(&Ev[0, 0], T, L, &Pv[0, 0], &tv[0], &av[0, 0], &bv[0, 0], &ev[0, 0],
+                          &zv[0], scaled, log_z, 1.0, &nv[0, 0], &cv[0, 0])
+    if _return_path:
+        return log_z, node, chain, bool(scaled)
     return log_z, node, chain
 
 

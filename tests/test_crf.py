@@ -37,10 +37,13 @@ def problems(draw, max_T=5, max_L=4, scale=1.0):
             rng.integers(0, L, size=T), rng.random(T))
 
 
-@settings(max_examples=150, deadline=None)
-@given(problems())
-def test_forward_backward_matches_brute_force(problem):
+@settings(max_examples=200, deadline=None)
+@given(problems(), st.sampled_from([1.0, 50.0, 1000.0]))
+def test_forward_backward_matches_brute_force(problem, scale):
+    """On either path: scaled (ordinary scores) or log space (where a scaled
+    sum underflows, which scores of 1000 provoke)."""
     E, P, _, _ = problem
+    E, P = scale * E, scale * P
     T, L = E.shape
     seqs, scores = brute_force(E, P)
     log_z = logsumexp(scores)
@@ -77,6 +80,24 @@ def test_conditioned_expectations_match_brute_force(problem):
     np.testing.assert_allclose(got_zt, log_zt, atol=1e-10)
 
 
+def test_scaled_path_and_its_fallback():
+    """The scaled recursion serves ordinary chains; where the scores spread
+    so far that its factors could underflow (transitions 2000 apart) the
+    log-space path takes over, exactly."""
+    rng = np.random.default_rng(3)
+    E, P = rng.normal(size=(6, 4)), rng.normal(size=(6, 4))
+    assert chain_marginals(E, P, _return_path=True)[3]
+    E = np.array([[0.0, 0.0], [0.0, 1500.0], [0.0, 0.0]])
+    P = np.array([[0.0, -2000.0], [-2000.0, 0.0], [0.0, -1e3], [0.0, 0.0]])
+    log_z, node, chain, scaled = chain_marginals(E, P, _return_path=True)
+    assert not scaled
+    seqs, scores = brute_force(E, P)
+    assert log_z == pytest.approx(logsumexp(scores), abs=1e-9)
+    p = np.exp(scores - logsumexp(scores))
+    expected = sum(pq * counts(q, 3, 2)[0] for q, pq in zip(seqs, p))
+    np.testing.assert_allclose(node, expected, atol=1e-10)
+
+
 def test_long_sentences_and_huge_scores_do_not_overflow():
     """Where naive exponentiation overflows (scores of 1e3 over 2,000 tokens):
     log Z is exact and the marginals are probabilities."""
@@ -103,10 +124,8 @@ def test_long_sentences_and_huge_scores_do_not_overflow():
 def objective_parts(model, X, y):
     data = as_stacked(X)
     classes, codes = np.unique(np.concatenate(y), return_inverse=True)
-    ctx = {"data": data, "codes": codes.astype(np.int32), "F": data.n_features,
-           "L": len(classes), "chain_data": data.chain_data(),
-           "ranges": model._blocks(len(data))}
-    return ctx, data.n_features * len(classes) + (len(classes) + 2) * len(classes)
+    ctx = model._context(data, codes.astype(np.int32), len(classes))
+    return ctx, ctx["n_w"] + (len(classes) + 2) * len(classes)
 
 
 def reference_loss(theta, X, y, loss, C, F, L):
@@ -126,19 +145,26 @@ def reference_loss(theta, X, y, loss, C, F, L):
     return np.log1p(value) if loss in ("exp", "pointwise_exp") else value
 
 
+@pytest.mark.parametrize("all_possible_states", [True, False])
 @pytest.mark.parametrize("loss", LOSSES)
-def test_objective_and_gradient(loss):
+def test_objective_and_gradient(loss, all_possible_states):
     """The objective equals the enumeration of eqs. 1-2 and the pointwise
     losses (the exp ones through log(1 + .)), and its gradient equals
-    central finite differences."""
+    central finite differences, over all (feature, label) pairs or over
+    the observed ones (the others held at 0)."""
     X, y = random_problem(n=8, n_features=4, seed=3)
     y = [np.asarray(t) for t in y]
-    model = CRFTagger(loss=loss, C=0.7)
+    # feature 3 never fires on label 0: the pair (3, 0) is unobserved
+    X = [sp.csr_matrix(x.toarray() * np.where((t == 0)[:, None], [1, 1, 1, 0], 1))
+         for x, t in zip(X, y)]
+    model = CRFTagger(loss=loss, C=0.7, all_possible_states=all_possible_states)
     ctx, n = objective_parts(model, X, y)
+    F, L = ctx["F"], ctx["L"]
+    assert (n < F * L + (L + 2) * L) != all_possible_states
     theta = np.random.default_rng(1).normal(scale=0.5, size=n)
     value, grad = model._objective(theta, ctx)
-    assert value == pytest.approx(reference_loss(theta, X, y, loss, 0.7, ctx["F"], ctx["L"]),
-                                  rel=1e-10)
+    full = model._full_theta(theta, ctx)
+    assert value == pytest.approx(reference_loss(full, X, y, loss, 0.7, F, L), rel=1e-10)
     h = 1e-5
     numeric = np.array([(model._objective(theta + h * e, ctx)[0]
                          - model._objective(theta - h * e, ctx)[0]) / (2 * h)
@@ -197,6 +223,35 @@ def test_n_jobs_gives_identical_results():
         np.testing.assert_array_equal(serial.transition_coef_, threads.transition_coef_)
         for a, b in zip(serial.predict_marginals(X), threads.predict_marginals(X)):
             np.testing.assert_array_equal(a, b)
+
+
+def test_observed_states_are_the_only_emission_weights():
+    """all_possible_states=False (CRFsuite's default model): coef_ is 0
+    exactly at the (feature, label) pairs never seen in training; a warm
+    start keeps the weights it had."""
+    X, y = random_problem(n=30, seed=9)
+    X = [sp.csr_matrix(x.toarray() * np.where((t == 0)[:, None], [1, 1, 1, 1, 1, 0], 1))
+         for x, t in zip(X, y)]
+    seen = np.zeros((3, 6), dtype=bool)
+    for x, t in zip(X, y):
+        for i, j in zip(*x.nonzero()):
+            seen[t[i], j] = True
+    assert not seen.all()
+    observed = CRFTagger(C=1.0).fit(X, y)
+    np.testing.assert_array_equal(observed.coef_ != 0, seen)
+    possible = CRFTagger(C=1.0, all_possible_states=True).fit(X, y)
+    assert (possible.coef_[~seen] != 0).all()
+    assert observed.score(X, y) > 0.5
+    # warm start on sentences without feature 5: its weights are kept and trained on
+    warm = clone(possible).set_params(all_possible_states=False, warm_start=True, max_iter=3)
+    warm.coef_ = possible.coef_.copy()
+    for name in ("classes_", "n_features_in_", "transition_coef_", "start_coef_",
+                 "end_coef_", "trigram_coef_"):
+        setattr(warm, name, getattr(possible, name))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warm.fit([sp.csr_matrix(x.toarray() * [1, 1, 1, 1, 1, 0]) for x in X], y)
+    assert (warm.coef_[:, 5] != 0).all()
 
 
 def test_verbose_warm_start_pickle_clone_and_convergence_warning(capsys):

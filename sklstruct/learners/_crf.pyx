@@ -22,8 +22,9 @@ from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memset
 
 from sklstruct._chain cimport ChainData
-from sklstruct._viterbi cimport (add_conditioned, add_marginals, compute_emission,
-                                forward_backward, path_score)
+from sklstruct._viterbi cimport (add_conditioned, add_marginals_any, compute_emission,
+                                forward_backward, forward_backward_any, path_score,
+                                scaled_transitions)
 
 cdef enum:
     _BLOCK = 256
@@ -36,21 +37,26 @@ cdef struct Scratch:
     double* E          # (max_T, L) emission scores
     double* alpha      # (max_T, L)
     double* beta       # (max_T + 3 + L, L): forward_backward's beta and scratch
-    double* abar       # (max_T, L) adjoints of the conditioned expectations
-    double* bbar
+    double* abar       # (max_T, L) adjoints of the conditioned expectations,
+    double* bbar       # or (abar) exp(E - max E) on the scaled path
+    double* norm       # (max_T + L) the scaled path's normalisers and scratch
+    double* eTr        # ((L + 2) L + 4) exp of the transitions, once per pass
 
 
 cdef void _free(Scratch* w) noexcept nogil:
-    free(w.E); free(w.alpha); free(w.beta); free(w.abar); free(w.bbar)
+    free(w.E); free(w.alpha); free(w.beta); free(w.abar); free(w.bbar); free(w.norm)
+    free(w.eTr)
 
 
-cdef Scratch _alloc(ChainData data, Py_ssize_t s0, Py_ssize_t s1, Py_ssize_t L) except *:
-    """Scratch for the longest of sentences s0 <= s < s1 (E NULL if none)."""
+cdef Scratch _alloc(ChainData data, Py_ssize_t s0, Py_ssize_t s1, const double[:, ::1] P) except *:
+    """Scratch for the longest of sentences s0 <= s < s1 (E NULL if none),
+    with the scaled transitions of P."""
+    cdef Py_ssize_t L = P.shape[1]
     cdef Scratch w
     cdef Py_ssize_t s, max_T = 0
     for s in range(s0, s1):
         max_T = max(max_T, data.c.offsets[s + 1] - data.c.offsets[s])
-    w.E = w.alpha = w.beta = w.abar = w.bbar = NULL
+    w.E = w.alpha = w.beta = w.abar = w.bbar = w.norm = w.eTr = NULL
     if max_T == 0:
         return w
     w.E = <double*>malloc(max_T * L * sizeof(double))
@@ -58,39 +64,54 @@ cdef Scratch _alloc(ChainData data, Py_ssize_t s0, Py_ssize_t s1, Py_ssize_t L) 
     w.beta = <double*>malloc((max_T + 3 + L) * L * sizeof(double))
     w.abar = <double*>malloc(max_T * L * sizeof(double))
     w.bbar = <double*>malloc(max_T * L * sizeof(double))
-    if w.E == NULL or w.alpha == NULL or w.beta == NULL or w.abar == NULL or w.bbar == NULL:
+    w.norm = <double*>malloc((max_T + L) * sizeof(double))
+    w.eTr = <double*>malloc(((L + 2) * L + 4) * sizeof(double))
+    if (w.E == NULL or w.alpha == NULL or w.beta == NULL or w.abar == NULL or w.bbar == NULL
+            or w.norm == NULL or w.eTr == NULL):
         _free(&w)
         raise MemoryError()
+    scaled_transitions(&P[0, 0], L, w.eTr)
     return w
 
 
 cdef inline double _sentence(ChainData data, const double* W, const double* P, Py_ssize_t L,
-                             Py_ssize_t row0, Py_ssize_t T, Scratch* w) noexcept nogil:
-    """E = X W of one sentence, then forward-backward; returns log Z."""
+                             Py_ssize_t row0, Py_ssize_t T, Scratch* w, bint exact,
+                             bint* scaled) noexcept nogil:
+    """E = X W of one sentence, then forward-backward (in log space if
+    ``exact``, else scaled where that is exact); returns log Z."""
     compute_emission(data.c.indptr, data.c.indices, data.c.data, row0, T, W, L, w.E)
-    return forward_backward(w.E, T, L, P, w.alpha, w.beta)
+    if exact:
+        scaled[0] = False
+        return forward_backward(w.E, T, L, P, w.alpha, w.beta)
+    return forward_backward_any(w.E, T, L, P, w.eTr, w.alpha, w.beta, w.abar, w.norm, scaled)
 
 
-def crf_pass(ChainData data, const int[::1] y, const double[:, ::1] W, const double[:, ::1] P,
-             Py_ssize_t s0, Py_ssize_t s1, double[::1] sent_val, double[::1] tok_val,
+def crf_pass(ChainData data, const int[::1] y, const double[::1] W, const double[:, ::1] P,
+             Py_ssize_t s0, Py_ssize_t s1, double[::1] sent_val, double[::1] tok_val=None,
              bint grad=False, const double[::1] node_w=None, const double[::1] gold_w=None,
              const double[::1] cond_c=None, double[:, ::1] node_out=None,
              double[:, :, ::1] chain_out=None, Py_ssize_t block=_BLOCK):
     """Forward-backward over sentences s0 <= s < s1 (callers validate; the
-    GIL is released).
+    GIL is released).  W: the emission weights (F, L), raveled.
 
     Writes ``sent_val[s] = log Z - s(gold)`` and, per token row r,
-    ``tok_val[r] = log Z - log Z_t``; with ``grad``, ``node_out[r, :]`` (the
-    token's emission coefficients) and adds the sentence's chain gradient to
+    ``tok_val[r] = log Z - log Z_t`` (if ``tok_val`` is not None); with
+    ``grad``, ``node_out[r, :]`` (the token's emission coefficients) and adds
+    the sentence's chain gradient to
     ``chain_out[s // block]`` (``block=1``: one slot per sentence);
-    ``cond_c`` (per token) may be None.
+    ``cond_c`` (per token) may be None.  Forward-backward runs on the
+    scaled path (:c:func:`sklstruct._viterbi.forward_backward_any`) unless
+    the per-token values or the conditioned expectations, which need the
+    log-space alpha and beta, are asked for.
     """
     if block < 1:
         raise ValueError("block must be >= 1")
-    cdef Py_ssize_t L = W.shape[1], s, t, row0, T, g
-    cdef bint cond = cond_c is not None
+    cdef Py_ssize_t L = P.shape[1], s, t, row0, T, g
+    cdef const double* wp = NULL if W.shape[0] == 0 else &W[0]
+    cdef bint cond = cond_c is not None, tokens = tok_val is not None
+    cdef bint exact = cond or tokens, scaled
     cdef double log_z, w
-    cdef Scratch sc = _alloc(data, s0, s1, L)
+    cdef Scratch sc = _alloc(data, s0, s1, P)
     cdef double* node
     cdef double* chain
     if sc.E == NULL:
@@ -99,19 +120,20 @@ def crf_pass(ChainData data, const int[::1] y, const double[:, ::1] W, const dou
         for s in range(s0, s1):
             row0 = data.c.offsets[s]
             T = data.c.offsets[s + 1] - row0
-            log_z = _sentence(data, &W[0, 0], &P[0, 0], L, row0, T, &sc)
+            log_z = _sentence(data, wp, &P[0, 0], L, row0, T, &sc, exact, &scaled)
             sent_val[s] = log_z - path_score(sc.E, T, L, &P[0, 0], 1, &y[row0])
-            for t in range(T):
-                tok_val[row0 + t] = log_z - (sc.alpha[t * L + y[row0 + t]]
-                                             + sc.beta[t * L + y[row0 + t]])
+            if tokens:
+                for t in range(T):
+                    tok_val[row0 + t] = log_z - (sc.alpha[t * L + y[row0 + t]]
+                                                 + sc.beta[t * L + y[row0 + t]])
             if not grad:
                 continue
             node = &node_out[row0, 0]
             chain = &chain_out[s // block, 0, 0]
             memset(node, 0, T * L * sizeof(double))
             if node_w[s] != 0.0:
-                add_marginals(sc.E, T, L, &P[0, 0], sc.alpha, sc.beta, log_z, node_w[s], node,
-                              chain)
+                add_marginals_any(sc.E, T, L, &P[0, 0], sc.eTr, sc.alpha, sc.beta, sc.abar,
+                                  sc.norm, scaled, log_z, node_w[s], node, chain)
             if cond:
                 add_conditioned(sc.E, T, L, &P[0, 0], sc.alpha, sc.beta, &y[row0], &cond_c[row0],
                                 sc.abar, sc.bbar, node, chain)
@@ -132,7 +154,8 @@ def corpus_marginals(ChainData data, const double[:, ::1] W, const double[:, ::1
     """out[r, :] = P(y_t = . | x) for the token rows of sentences s0 <= s < s1."""
     cdef Py_ssize_t L = W.shape[1], s, row0, T
     cdef double log_z
-    cdef Scratch sc = _alloc(data, s0, s1, L)
+    cdef bint scaled
+    cdef Scratch sc = _alloc(data, s0, s1, P)
     cdef double* chain = <double*>calloc((L + 2) * L, sizeof(double))   # (unused sums)
     if sc.E == NULL or chain == NULL:
         _free(&sc)
@@ -144,9 +167,32 @@ def corpus_marginals(ChainData data, const double[:, ::1] W, const double[:, ::1
         for s in range(s0, s1):
             row0 = data.c.offsets[s]
             T = data.c.offsets[s + 1] - row0
-            log_z = _sentence(data, &W[0, 0], &P[0, 0], L, row0, T, &sc)
+            log_z = _sentence(data, &W[0, 0], &P[0, 0], L, row0, T, &sc, False, &scaled)
             memset(&out[row0, 0], 0, T * L * sizeof(double))
-            add_marginals(sc.E, T, L, &P[0, 0], sc.alpha, sc.beta, log_z, 1.0, &out[row0, 0],
-                          chain)
+            add_marginals_any(sc.E, T, L, &P[0, 0], sc.eTr, sc.alpha, sc.beta, sc.abar, sc.norm,
+                              scaled, log_z, 1.0, &out[row0, 0], chain)
     _free(&sc)
     free(chain)
+
+
+
+def emission_gradient(ChainData data, const double[:, ::1] node, double[:, ::1] out):
+    """out = X^T node (F, L) for the stacked corpus X, into a buffer the
+    caller keeps: scipy's product allocates its dense (F, L) result on every
+    call, tens of MB whose page faults cost as much as the product (GIL
+    released; one thread, so the order of the sums is fixed)."""
+    cdef Py_ssize_t r, j, l, L = out.shape[1], n_rows = data.c.offsets[data.c.n_sentences]
+    cdef double v
+    cdef const double* row
+    cdef double* g
+    if out.shape[0] == 0 or L == 0:
+        return
+    with nogil:
+        memset(&out[0, 0], 0, out.shape[0] * L * sizeof(double))
+        for r in range(n_rows):
+            row = &node[r, 0]
+            for j in range(data.c.indptr[r], data.c.indptr[r + 1]):
+                v = data.c.data[j]
+                g = &out[data.c.indices[j], 0]
+                for l in range(L):
+                    g[l] += v * row[l]

@@ -144,15 +144,14 @@ class SequenceBoostingTagger(ChainTagger):
         c = sub.chain_data()
         n, L = len(sub), P.shape[1]
         d = np.empty(n)
-        tok = np.empty(rows.shape[0])
-        crf_pass(c, sub_codes, W, P, 0, n, d, tok)
+        crf_pass(c, sub_codes, W.reshape(-1), P, 0, n, d)
         if d.max() > state["M"]:                          # rescale what is stored
             state["G"] *= _rescale(state, float(d.max()))
         M = state["M"]
         w = np.exp(d - M)
         node = np.empty((rows.shape[0], L))
         chain = np.zeros((n, L + 2, L))
-        crf_pass(c, sub_codes, W, P, 0, n, d, tok, True, w, w, None, node, chain, 1)
+        crf_pass(c, sub_codes, W.reshape(-1), P, 0, n, d, None, True, w, w, None, node, chain, 1)
         F = W.shape[0]
         delta_node = node - state["node"][rows]
         state["G"][:F * L] += np.asarray(sub.matrix.T @ delta_node).ravel()
