@@ -869,6 +869,258 @@ cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const dou
 
 
 # ---------------------------------------------------------------------------
+# Forward-backward (second order), in log space
+# ---------------------------------------------------------------------------
+#
+# The states are label pairs (a, b) = (y_{t-1}, y_t) for t >= 1, single labels
+# at position 0; Q[a, b, c] are the trigram scores (P's rows L + 2 on).
+#
+#   A[0, b]    = start[b] + E[0, b]                  (stored in alpha[0, 0, :])
+#   A[1, a, b] = A[0, a] + P[a, b] + E[1, b]
+#   A[t, b, c] = E[t, c] + P[b, c] + log sum_a exp(A[t-1, a, b] + Q[a, b, c])    (t >= 2)
+#   B[T-1, a, b] = end[b]
+#   B[t, a, b] = log sum_c exp(Q[a, b, c] + P[b, c] + E[t+1, c] + B[t+1, b, c])  (1 <= t < T-1)
+#   B[0, a]    = log sum_b exp(P[a, b] + E[1, b] + B[1, a, b])  (end[a] if T = 1; in beta[0, 0, :])
+#
+# and log Z = log sum_a exp(A[0, a] + B[0, a]).  O(T L^3): each step is, for
+# each b, a product of the scaled exp(A[t-1, ., b] - max) with exp(Q - max Q)
+# as in the first-order log-space path (L^2 exponentials and logarithms
+# per position, not L^3), exact by log-sum-exp where the scaled sum underflows.
+
+cdef void scaled_trigrams(const double* P, Py_ssize_t L, double* out) noexcept nogil:
+    """out[:L^3] = exp(Q - max Q) for the trigram scores Q of P, out[L^3] = max Q."""
+    cdef Py_ssize_t i, n = L * L * L
+    cdef const double* Q = P + (L + 2) * L
+    cdef double m = _max_row(Q, n)
+    for i in range(n):
+        out[i] = exp(Q[i] - m)
+    out[n] = m
+
+
+cdef double forward_backward2(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                              const double* eQ, double* alpha, double* beta,
+                              double* tmp) noexcept nogil:
+    """Fill alpha and beta (T * L * L each, A and B above) and return log Z
+    of a second-order chain; eQ from :c:func:`scaled_trigrams`; tmp: 3 L."""
+    cdef Py_ssize_t t, a, b, c, LL = L * L
+    cdef const double* Q = P + (L + 2) * L
+    cdef double qmax = eQ[L * L * L], m, va
+    cdef double* v = tmp
+    cdef double* acc = tmp + L
+    cdef double* r = tmp + 2 * L
+    for b in range(L):
+        alpha[b] = P[L * L + b] + E[b]
+    if T > 1:
+        for a in range(L):
+            for b in range(L):
+                alpha[LL + a * L + b] = alpha[a] + P[a * L + b] + E[L + b]
+    for t in range(2, T):
+        for b in range(L):
+            m = -INFINITY
+            for a in range(L):
+                m = max(m, alpha[(t - 1) * LL + a * L + b])
+            for c in range(L):
+                acc[c] = 0.0
+            if m > -INFINITY:
+                for a in range(L):
+                    va = exp(alpha[(t - 1) * LL + a * L + b] - m)
+                    for c in range(L):
+                        acc[c] += va * eQ[(a * L + b) * L + c]
+            for c in range(L):
+                if acc[c] > TINY:
+                    alpha[t * LL + b * L + c] = E[t * L + c] + P[b * L + c] + m + qmax + log(acc[c])
+                else:
+                    for a in range(L):
+                        r[a] = alpha[(t - 1) * LL + a * L + b] + Q[(a * L + b) * L + c]
+                    alpha[t * LL + b * L + c] = E[t * L + c] + P[b * L + c] + _lse_row(r, L)
+    if T == 1:
+        for a in range(L):
+            beta[a] = P[(L + 1) * L + a]
+    else:
+        for a in range(L):
+            for b in range(L):
+                beta[(T - 1) * LL + a * L + b] = P[(L + 1) * L + b]
+        for t in range(T - 2, 0, -1):
+            for b in range(L):
+                for c in range(L):
+                    r[c] = P[b * L + c] + E[(t + 1) * L + c] + beta[(t + 1) * LL + b * L + c]
+                m = _max_row(r, L)
+                for c in range(L):
+                    v[c] = exp(r[c] - m) if m > -INFINITY else 0.0
+                for a in range(L):
+                    va = 0.0
+                    for c in range(L):
+                        va += eQ[(a * L + b) * L + c] * v[c]
+                    if va > TINY:
+                        beta[t * LL + a * L + b] = m + qmax + log(va)
+                    else:
+                        for c in range(L):
+                            acc[c] = Q[(a * L + b) * L + c] + r[c]
+                        beta[t * LL + a * L + b] = _lse_row(acc, L)
+        for a in range(L):
+            for b in range(L):
+                r[b] = P[a * L + b] + E[L + b] + beta[LL + a * L + b]
+            beta[a] = _lse_row(r, L)
+    for a in range(L):
+        r[a] = alpha[a] + beta[a]
+    return _lse_row(r, L)
+
+
+cdef double log_marginal2(const double* alpha, const double* beta, Py_ssize_t T,
+                          Py_ssize_t L, Py_ssize_t t, int b, double* tmp) noexcept nogil:
+    """log sum of exp(s(y)) over the sequences with y_t = b (second order,
+    after :c:func:`forward_backward2`; tmp: L)."""
+    cdef Py_ssize_t a, LL = L * L
+    if t == 0:
+        return alpha[b] + beta[b]
+    for a in range(L):
+        tmp[a] = alpha[t * LL + a * L + b] + beta[t * LL + a * L + b]
+    return _lse_row(tmp, L)
+
+
+cdef void add_marginals2(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                         const double* eQ, const double* alpha, const double* beta,
+                         double log_z, double weight, double* node, double* chain,
+                         double* tmp) noexcept nogil:
+    """:c:func:`add_marginals` for a second-order chain: node (T * L) and, in
+    the layout of P ((L + 2 + L * L) * L), weight times the expected
+    transition, start, end and trigram counts; tmp: 3 L."""
+    cdef Py_ssize_t t, a, b, c, LL = L * L
+    cdef const double* Q = P + (L + 2) * L
+    cdef double* tri = chain + (L + 2) * L
+    cdef double qmax = eQ[L * L * L], p, m1, m2, k
+    cdef double* u = tmp
+    cdef double* r = tmp + L
+    for b in range(L):
+        p = weight * _prob(alpha[b] + beta[b] - log_z)
+        node[b] += p
+        chain[L * L + b] += p
+        if T == 1:
+            chain[(L + 1) * L + b] += p
+    for t in range(1, T):
+        for a in range(L):
+            for b in range(L):
+                p = weight * _prob(alpha[t * LL + a * L + b] + beta[t * LL + a * L + b] - log_z)
+                node[t * L + b] += p
+                chain[a * L + b] += p
+                if t == T - 1:
+                    chain[(L + 1) * L + b] += p
+    for t in range(2, T):
+        # xi[a, b, c] = exp(A[t-1, a, b] + Q[a, b, c] + P[b, c] + E[t, c] + B[t, b, c] - log Z)
+        for b in range(L):
+            m1 = -INFINITY
+            for a in range(L):
+                m1 = max(m1, alpha[(t - 1) * LL + a * L + b])
+            for c in range(L):
+                r[c] = P[b * L + c] + E[t * L + c] + beta[t * LL + b * L + c]
+            m2 = _max_row(r, L)
+            if m1 == -INFINITY or m2 == -INFINITY:
+                continue
+            k = m1 + m2 + qmax - log_z
+            if k < 700.0:
+                k = weight * exp(k)
+                for a in range(L):
+                    u[a] = k * exp(alpha[(t - 1) * LL + a * L + b] - m1)
+                for c in range(L):
+                    r[L + c] = exp(r[c] - m2)
+                for a in range(L):
+                    for c in range(L):
+                        tri[(a * L + b) * L + c] += u[a] * eQ[(a * L + b) * L + c] * r[L + c]
+            else:
+                for a in range(L):
+                    for c in range(L):
+                        tri[(a * L + b) * L + c] += weight * _prob(
+                            alpha[(t - 1) * LL + a * L + b] + Q[(a * L + b) * L + c] + r[c]
+                            - log_z)
+
+
+cdef void add_conditioned2(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                           const double* alpha, const double* beta, const int* gold,
+                           const double* c, double* abar, double* bbar, double* node,
+                           double* chain, double* tmp) noexcept nogil:
+    """:c:func:`add_conditioned` for a second-order chain (after
+    :c:func:`forward_backward2`): add sum_t c[t] E[F | x, y_t = gold[t]], the
+    gradient of sum_t c[t] log Z_t, by reverse-mode differentiation of the
+    two pair-state recursions; O(T L^3).  abar, bbar: T * L * L; tmp: L.
+
+    log Z_t = log sum_a exp(A[t, a, g] + B[t, a, g]) (A[0, g] + B[0, g] at
+    t = 0), so its adjoint enters A[t, ., g] and B[t, ., g] with the weights
+    rho(a) = P(y_{t-1} = a | x, y_t = g).  abar runs from the last position
+    back (through pi(a | b, c) = d A[t, b, c] / d A[t-1, a, b]), bbar from
+    the first on (through sigma(c | a, b) = d B[t, a, b] / d B[t+1, b, c]);
+    each step's increments are also the gradient of the scores it uses."""
+    cdef Py_ssize_t t, a, b, k, LL = L * L, g
+    cdef const double* Q = P + (L + 2) * L
+    cdef double* tri = chain + (L + 2) * L
+    cdef double lz, w, inc
+    memset(abar, 0, T * LL * sizeof(double))
+    memset(bbar, 0, T * LL * sizeof(double))
+    # direct terms: d (c[t] log Z_t) / d A[t, .] and / d B[t, .]
+    for t in range(T):
+        g = gold[t]
+        if t == 0:
+            abar[g] += c[0]
+            bbar[g] += c[0]
+            continue
+        for a in range(L):
+            tmp[a] = alpha[t * LL + a * L + g] + beta[t * LL + a * L + g]
+        lz = _lse_row(tmp, L)
+        for a in range(L):
+            w = c[t] * _prob(tmp[a] - lz)
+            abar[t * LL + a * L + g] += w
+            bbar[t * LL + a * L + g] += w
+    # alpha's adjoint, back from the last position; A's own scores
+    for t in range(T - 1, 0, -1):
+        for b in range(L):
+            for k in range(L):          # the state (b, k) at t, k = y_t
+                w = abar[t * LL + b * L + k]
+                if w == 0.0:
+                    continue
+                node[t * L + k] += w
+                chain[b * L + k] += w
+                if t == 1:
+                    abar[b] += w         # A[1, b, k] = A[0, b] + P[b, k] + E[1, k]
+                    continue
+                for a in range(L):
+                    inc = w * _prob(alpha[(t - 1) * LL + a * L + b] + Q[(a * L + b) * L + k]
+                                    + P[b * L + k] + E[t * L + k] - alpha[t * LL + b * L + k])
+                    abar[(t - 1) * LL + a * L + b] += inc
+                    tri[(a * L + b) * L + k] += inc
+    for b in range(L):
+        node[b] += abar[b]
+        chain[L * L + b] += abar[b]
+    # beta's adjoint, on from the first position; B's own scores
+    if T == 1:
+        for a in range(L):
+            chain[(L + 1) * L + a] += bbar[a]
+        return
+    for a in range(L):                   # B[0, a] = lse_b P[a, b] + E[1, b] + B[1, a, b]
+        if bbar[a] == 0.0:
+            continue
+        for b in range(L):
+            inc = bbar[a] * _prob(P[a * L + b] + E[L + b] + beta[LL + a * L + b] - beta[a])
+            bbar[LL + a * L + b] += inc
+            chain[a * L + b] += inc
+            node[L + b] += inc
+    for t in range(1, T - 1):
+        for a in range(L):
+            for b in range(L):
+                w = bbar[t * LL + a * L + b]
+                if w == 0.0:
+                    continue
+                for k in range(L):
+                    inc = w * _prob(Q[(a * L + b) * L + k] + P[b * L + k] + E[(t + 1) * L + k]
+                                    + beta[(t + 1) * LL + b * L + k] - beta[t * LL + a * L + b])
+                    bbar[(t + 1) * LL + b * L + k] += inc
+                    tri[(a * L + b) * L + k] += inc
+                    chain[b * L + k] += inc
+                    node[(t + 1) * L + k] += inc
+    for a in range(L):
+        for b in range(L):
+            chain[(L + 1) * L + b] += bbar[(T - 1) * LL + a * L + b]
+
+
+# ---------------------------------------------------------------------------
 # Validated Python entry points
 # ---------------------------------------------------------------------------
 
@@ -1050,23 +1302,16 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
     return out
 
 
-def _check_first_order(E, P, gold=None):
-    E, P, gold = _check_chain(E, P, gold)
-    if chain_order(P, E.shape[1]) != 1:
-        raise ValueError("forward-backward is implemented for first-order chains only")
-    return E, P, gold
-
-
 def chain_marginals(E, P, _return_path=False):
     """log Z, the label marginals and the expected chain counts of a
-    first-order chain, by forward-backward: scaled where that is exact,
-    else in log space (``_return_path=True`` also returns whether the
-    scaled path was taken, for the tests).
+    first- or second-order chain, by forward-backward: first order scaled
+    where that is exact, else in log space (``_return_path=True`` also
+    returns whether the scaled path was taken, for the tests).
 
     Parameters
     ----------
     E : ndarray of shape (T, L)
-    P : ndarray of shape (L + 2, L)
+    P : ndarray of shape (L + 2, L) or (L + 2 + L * L, L)
 
     Returns
     -------
@@ -1074,30 +1319,40 @@ def chain_marginals(E, P, _return_path=False):
         log of the sum of exp(s(y)) over all label sequences.
     node : ndarray of shape (T, L)
         P(y_t = b | x).
-    chain : ndarray of shape (L + 2, L)
+    chain : ndarray of the shape of P
         Expected transition counts sum_t P(y_{t-1} = a, y_t = b | x), then
-        P(y_0 = b | x) and P(y_{T-1} = b | x): E[F(x, y)] for the chain
-        block of :func:`sklstruct.chain.joint_feature`.
+        P(y_0 = b | x) and P(y_{T-1} = b | x) (then, second order, the
+        expected trigram counts): E[F(x, y)] for the chain block of
+        :func:`sklstruct.chain.joint_feature`.
     """
-    E, P, _ = _check_first_order(E, P)
+    E, P, _ = _check_chain(E, P)
     cdef Py_ssize_t T = E.shape[0], L = E.shape[1]
-    alpha = np.empty((T, L))
-    beta = np.empty((T + 3 + L, L))
+    cdef int order = chain_order(P, L)
+    cdef Py_ssize_t S = L if order == 1 else L * L
+    alpha = np.empty((T, S))
+    beta = np.empty((T + 3 + L, S))
     eE = np.empty((T, L))
-    norm = np.empty(T + L)
-    eTr = np.empty((L + 2) * L + 4)
+    norm = np.empty(T + 3 * L)
+    eTr = np.empty((L + 2) * L + 4 if order == 1 else L * L * L + 1)
     node = np.zeros((T, L))
-    chain = np.zeros((L + 2, L))
+    chain = np.zeros(P.shape)
     cdef double[:, ::1] Ev = E, Pv = P, av = alpha, bv = beta, nv = node, cv = chain, ev = eE
     cdef double[::1] zv = norm, tv = eTr
     cdef double log_z
-    cdef bint scaled
+    cdef bint scaled = False
     with nogil:
-        scaled_transitions(&Pv[0, 0], L, &tv[0])
-        log_z = forward_backward_any(&Ev[0, 0], T, L, &Pv[0, 0], &tv[0], &av[0, 0], &bv[0, 0],
-                                     &ev[0, 0], &zv[0], &scaled)
-        add_marginals_any(&Ev[0, 0], T, L, &Pv[0, 0], &tv[0], &av[0, 0], &bv[0, 0], &ev[0, 0],
-                          &zv[0], scaled, log_z, 1.0, &nv[0, 0], &cv[0, 0])
+        if order == 2:
+            scaled_trigrams(&Pv[0, 0], L, &tv[0])
+            log_z = forward_backward2(&Ev[0, 0], T, L, &Pv[0, 0], &tv[0], &av[0, 0], &bv[0, 0],
+                                      &zv[0])
+            add_marginals2(&Ev[0, 0], T, L, &Pv[0, 0], &tv[0], &av[0, 0], &bv[0, 0], log_z,
+                           1.0, &nv[0, 0], &cv[0, 0], &zv[0])
+        else:
+            scaled_transitions(&Pv[0, 0], L, &tv[0])
+            log_z = forward_backward_any(&Ev[0, 0], T, L, &Pv[0, 0], &tv[0], &av[0, 0],
+                                         &bv[0, 0], &ev[0, 0], &zv[0], &scaled)
+            add_marginals_any(&Ev[0, 0], T, L, &Pv[0, 0], &tv[0], &av[0, 0], &bv[0, 0],
+                              &ev[0, 0], &zv[0], scaled, log_z, 1.0, &nv[0, 0], &cv[0, 0])
     if _return_path:
         return log_z, node, chain, bool(scaled)
     return log_z, node, chain
@@ -1106,38 +1361,52 @@ def chain_marginals(E, P, _return_path=False):
 def conditioned_expectations(E, P, gold, c=None):
     """sum_t c[t] E[F(x, y) | x, y_t = gold[t]] of the chain blocks, the
     expectations of the pointwise losses of Altun, Johnson & Hofmann
-    (section 4.1), in O(T L^2).
+    (section 4.1), in O(T L^2) (first order) or O(T L^3) (second).
 
     Returns
     -------
     node : ndarray of shape (T, L)
         sum_t' c[t'] P(y_t = b | x, y_t' = gold[t']).
-    chain : ndarray of shape (L + 2, L)
+    chain : ndarray of the shape of P
         The same weighted sum of the expected transition, start and end
-        counts.
+        (and trigram) counts.
     log_zt : ndarray of shape (T,)
         log sum over the sequences with y_t = gold[t] of exp(s(y)).
     """
-    E, P, gold = _check_first_order(E, P, gold)
+    E, P, gold = _check_chain(E, P, gold)
     if gold is None:
         raise ValueError("conditioned expectations need the gold labels")
     cdef Py_ssize_t T = E.shape[0], L = E.shape[1], t
+    cdef int order = chain_order(P, L)
+    cdef Py_ssize_t S = L if order == 1 else L * L
     c = np.ones(T) if c is None else np.ascontiguousarray(c, dtype=np.float64)
     if c.shape != (T,) or not np.isfinite(c).all():
         raise ValueError(f"c must be {T} finite weights")
-    alpha = np.empty((T, L))
-    beta = np.empty((T + 3 + L, L))
-    abar = np.empty((T, L))
-    bbar = np.empty((T, L))
+    alpha = np.empty((T, S))
+    beta = np.empty((T + 3 + L, S))
+    abar = np.empty((T, S))
+    bbar = np.empty((T, S))
+    tmp = np.empty(3 * L + (L * L * L + 1 if order == 2 else 0))
     node = np.zeros((T, L))
-    chain = np.zeros((L + 2, L))
+    chain = np.zeros(P.shape)
+    log_zt = np.empty(T)
     cdef double[:, ::1] Ev = E, Pv = P, av = alpha, bv = beta, nv = node, cv = chain
     cdef double[:, ::1] abv = abar, bbv = bbar
-    cdef double[::1] cw = c
+    cdef double[::1] cw = c, tv = tmp, zt = log_zt
     cdef int[::1] gv = gold
     with nogil:
-        forward_backward(&Ev[0, 0], T, L, &Pv[0, 0], &av[0, 0], &bv[0, 0])
-        add_conditioned(&Ev[0, 0], T, L, &Pv[0, 0], &av[0, 0], &bv[0, 0], &gv[0], &cw[0],
-                        &abv[0, 0], &bbv[0, 0], &nv[0, 0], &cv[0, 0])
-    log_zt = alpha[np.arange(T), gold] + beta[:T][np.arange(T), gold]
+        if order == 2:
+            scaled_trigrams(&Pv[0, 0], L, &tv[3 * L])
+            forward_backward2(&Ev[0, 0], T, L, &Pv[0, 0], &tv[3 * L], &av[0, 0], &bv[0, 0],
+                              &tv[0])
+            add_conditioned2(&Ev[0, 0], T, L, &Pv[0, 0], &av[0, 0], &bv[0, 0], &gv[0], &cw[0],
+                             &abv[0, 0], &bbv[0, 0], &nv[0, 0], &cv[0, 0], &tv[0])
+            for t in range(T):
+                zt[t] = log_marginal2(&av[0, 0], &bv[0, 0], T, L, t, gv[t], &tv[0])
+        else:
+            forward_backward(&Ev[0, 0], T, L, &Pv[0, 0], &av[0, 0], &bv[0, 0])
+            add_conditioned(&Ev[0, 0], T, L, &Pv[0, 0], &av[0, 0], &bv[0, 0], &gv[0], &cw[0],
+                            &abv[0, 0], &bbv[0, 0], &nv[0, 0], &cv[0, 0])
+            for t in range(T):
+                zt[t] = av[t, gv[t]] + bv[t, gv[t]]
     return node, chain, log_zt

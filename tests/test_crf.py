@@ -80,6 +80,47 @@ def test_conditioned_expectations_match_brute_force(problem):
     np.testing.assert_allclose(got_zt, log_zt, atol=1e-10)
 
 
+@settings(max_examples=150, deadline=None)
+@given(problems(max_T=5, max_L=3), st.sampled_from([1.0, 1000.0]))
+def test_second_order_forward_backward_matches_brute_force(problem, scale):
+    """Over label pairs: log Z, the node marginals and the expected
+    transition, start, end and trigram counts, by enumeration."""
+    E, P, _, _ = problem
+    T, L = E.shape
+    Q = np.random.default_rng(T * 7 + L).normal(size=(L * L, L))
+    E, P = scale * E, scale * np.vstack([P, Q])
+    seqs, scores = brute_force(E, P)
+    log_z = logsumexp(scores)
+    node, chain = np.zeros((T, L)), np.zeros(P.shape)
+    for q, p in zip(seqs, np.exp(scores - log_z)):
+        node[np.arange(T), q] += p
+        chain += p * joint_feature(sp.csr_matrix((T, 1)), q, L, order=2)[1]
+    got_z, got_node, got_chain = chain_marginals(E, P)
+    assert got_z == pytest.approx(log_z, abs=1e-10 * max(1.0, abs(log_z)))
+    np.testing.assert_allclose(got_node, node, atol=1e-10)
+    np.testing.assert_allclose(got_chain, chain, atol=1e-10)
+
+
+@settings(max_examples=100, deadline=None)
+@given(problems(max_T=5, max_L=3))
+def test_second_order_conditioned_expectations_match_brute_force(problem):
+    E, P, gold, c = problem
+    T, L = E.shape
+    P = np.vstack([P, np.random.default_rng(T * 5 + L).normal(size=(L * L, L))])
+    seqs, scores = brute_force(E, P)
+    node, chain, log_zt = np.zeros((T, L)), np.zeros(P.shape), np.zeros(T)
+    for t in range(T):
+        keep = seqs[:, t] == gold[t]
+        log_zt[t] = logsumexp(scores[keep])
+        for q, p in zip(seqs[keep], np.exp(scores[keep] - log_zt[t])):
+            node[np.arange(T), q] += c[t] * p
+            chain += c[t] * p * joint_feature(sp.csr_matrix((T, 1)), q, L, order=2)[1]
+    got_node, got_chain, got_zt = conditioned_expectations(E, P, gold, c)
+    np.testing.assert_allclose(got_node, node, atol=1e-10)
+    np.testing.assert_allclose(got_chain, chain, atol=1e-10)
+    np.testing.assert_allclose(got_zt, log_zt, atol=1e-10)
+
+
 def test_scaled_path_and_its_fallback():
     """The scaled recursion serves ordinary chains; where the scores spread
     so far that its factors could underflow (transitions 2000 apart) the
@@ -124,13 +165,14 @@ def test_long_sentences_and_huge_scores_do_not_overflow():
 def objective_parts(model, X, y):
     data = as_stacked(X)
     classes, codes = np.unique(np.concatenate(y), return_inverse=True)
-    ctx = model._context(data, codes.astype(np.int32), len(classes))
-    return ctx, ctx["n_w"] + (len(classes) + 2) * len(classes)
+    L = len(classes)
+    ctx = model._context(data, codes.astype(np.int32), L)
+    return ctx, ctx["n_w"] + (L + 2 + (L * L if model.order == 2 else 0)) * L
 
 
 def reference_loss(theta, X, y, loss, C, F, L):
     """The loss of section 3.3 plus the prior, by enumeration."""
-    W, P = theta[:F * L].reshape(F, L), theta[F * L:].reshape(L + 2, L)
+    W, P = theta[:F * L].reshape(F, L), theta[F * L:].reshape(-1, L)
     total = 0.0
     for x, gold in zip(X, y):
         E = x.toarray() @ W
@@ -145,22 +187,23 @@ def reference_loss(theta, X, y, loss, C, F, L):
     return np.log1p(value) if loss in ("exp", "pointwise_exp") else value
 
 
-@pytest.mark.parametrize("all_possible_states", [True, False])
-@pytest.mark.parametrize("loss", LOSSES)
-def test_objective_and_gradient(loss, all_possible_states):
+@pytest.mark.parametrize("loss, all_possible_states, order",
+                         [(loss, states, 1) for loss in LOSSES for states in (True, False)]
+                         + [(loss, loss == "exp", 2) for loss in LOSSES])
+def test_objective_and_gradient(loss, all_possible_states, order):
     """The objective equals the enumeration of eqs. 1-2 and the pointwise
     losses (the exp ones through log(1 + .)), and its gradient equals
     central finite differences, over all (feature, label) pairs or over
-    the observed ones (the others held at 0)."""
+    the observed ones (the others held at 0), first and second order."""
     X, y = random_problem(n=8, n_features=4, seed=3)
     y = [np.asarray(t) for t in y]
     # feature 3 never fires on label 0: the pair (3, 0) is unobserved
     X = [sp.csr_matrix(x.toarray() * np.where((t == 0)[:, None], [1, 1, 1, 0], 1))
          for x, t in zip(X, y)]
-    model = CRFTagger(loss=loss, C=0.7, all_possible_states=all_possible_states)
+    model = CRFTagger(loss=loss, C=0.7, all_possible_states=all_possible_states, order=order)
     ctx, n = objective_parts(model, X, y)
     F, L = ctx["F"], ctx["L"]
-    assert (n < F * L + (L + 2) * L) != all_possible_states
+    assert (ctx["n_w"] < F * L) != all_possible_states
     theta = np.random.default_rng(1).normal(scale=0.5, size=n)
     value, grad = model._objective(theta, ctx)
     full = model._full_theta(theta, ctx)
@@ -186,17 +229,20 @@ def test_exp_losses_stay_finite_where_the_loss_itself_overflows(loss):
         assert value == pytest.approx(600 * np.log(3), rel=1e-9)
 
 
-@pytest.mark.parametrize("loss", LOSSES)
-def test_separable_problem_reaches_zero_training_error(loss):
+@pytest.mark.parametrize("loss, order", [(loss, 1) for loss in LOSSES]
+                         + [(loss, 2) for loss in LOSSES])
+def test_separable_problem_reaches_zero_training_error(loss, order):
     X, y = separable_problem()
-    model = CRFTagger(loss=loss, C=100.0, max_iter=300).fit(X, y)
+    model = CRFTagger(loss=loss, C=100.0, max_iter=300, order=order).fit(X, y)
     assert model.score(X, y) == 1.0
     assert model.history_ and model.n_iter_ == len(model.history_)
 
 
-def test_marginals_match_brute_force_and_predict_is_their_viterbi():
+@pytest.mark.parametrize("order", [1, 2])
+def test_marginals_match_brute_force_and_predict_is_their_viterbi(order):
     X, y = random_problem(n=20, seed=4)
-    model = CRFTagger(C=1.0).fit(X, y)
+    model = CRFTagger(C=1.0, order=order).fit(X, y)
+    assert (model.trigram_coef_ is not None) == (order == 2)
     marginals = model.predict_marginals(X)
     W, P = model._decoding_weights()
     for x, m in zip(X, marginals):
@@ -252,6 +298,16 @@ def test_observed_states_are_the_only_emission_weights():
         warnings.simplefilter("ignore", ConvergenceWarning)
         warm.fit([sp.csr_matrix(x.toarray() * [1, 1, 1, 1, 1, 0]) for x in X], y)
     assert (warm.coef_[:, 5] != 0).all()
+
+
+def test_warm_start_keeps_the_order():
+    X, y = random_problem(n=10, seed=2)
+    model = CRFTagger(max_iter=3).fit(X, y)
+    before = model.coef_.copy()
+    with pytest.raises(ValueError, match="cannot change order from 1 to 2"):
+        model.set_params(order=2, warm_start=True).fit(X, y)
+    np.testing.assert_array_equal(model.coef_, before)
+    assert model.trigram_coef_ is None
 
 
 def test_verbose_warm_start_pickle_clone_and_convergence_warning(capsys):

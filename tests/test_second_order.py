@@ -16,6 +16,7 @@ from sklstruct import _registry
 from sklstruct._viterbi import decode_corpus
 from sklstruct.chain import (as_stacked, joint_feature, kbest_decode, pack_chain,
                              sequence_score, unpack_chain, viterbi_decode)
+from test_hostile import make
 from test_perceptron import random_problem, separable_problem
 from test_viterbi import brute_force, chain_problems, check_kbest
 
@@ -113,9 +114,9 @@ def test_layout_pack_unpack_and_joint_feature():
 
 def learner(cls, order):
     """The settings the first-order separable-problem tests use."""
-    model = cls(order=order, random_state=0, max_iter=30)
+    model = make(cls, order=order, random_state=0, max_iter=30)
     if "C" in model.get_params():
-        model.set_params(C=10.0)
+        model.set_params(C=100.0 if "loss" in model.get_params() else 10.0)
     if "n_reprocess" in model.get_params():
         model.set_params(k=2, n_reprocess=5, max_iter=3)
     return model
@@ -127,7 +128,7 @@ def test_every_chain_tagger_learns_a_separable_problem_with_order_2(cls):
     model = learner(cls, 2).fit(X, y)
     assert model.trigram_coef_.shape == (3, 3, 3)
     assert model.score(X, y) == 1.0
-    first = cls(max_iter=1, random_state=0).fit(X, y)
+    first = make(cls, max_iter=1, random_state=0).fit(X, y)
     assert first.trigram_coef_ is None
 
 

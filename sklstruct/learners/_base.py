@@ -73,14 +73,15 @@ class ChainTagger(BaseEstimator):
         return classes, codes.astype(np.int32)
 
     def _set_theta(self, theta, classes, n_features):
-        """Publish a first-order weight vector laid out as [W.ravel(),
-        P.ravel()] (the CRF and boosting) as the learned attributes."""
+        """Publish a weight vector laid out as [W.ravel(), P.ravel()] (the CRF
+        and boosting; P with trigram rows for a second-order chain) as the
+        learned attributes."""
         F, L = n_features, len(classes)
         self.classes_ = classes
         self.n_features_in_ = F
         self.coef_ = theta[:F * L].reshape(F, L).T.copy()
         (self.transition_coef_, self.start_coef_, self.end_coef_,
-         self.trigram_coef_) = unpack_chain(theta[F * L:].reshape(L + 2, L))
+         self.trigram_coef_) = unpack_chain(theta[F * L:].reshape(-1, L))
 
     def _decoding_weights(self):
         """(W (F, L), P (L + 2, L)), C-contiguous, from the public attributes."""

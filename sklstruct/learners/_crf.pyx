@@ -3,7 +3,8 @@
 sentences, giving what the four losses of Altun, Johnson & Hofmann and their
 gradients (section 4.1) are made of.
 
-For each sentence: E = X W, log Z and the marginals (:mod:`sklstruct._viterbi`),
+For each sentence (first- or second-order chain): E = X W, log Z and the
+marginals (:mod:`sklstruct._viterbi`),
 ``d = log Z - s(gold)`` (so P(gold | x) = exp(-d)) and, per token,
 ``e_t = log Z - log Z_t`` (P(gold_t | x) = exp(-e_t)).  With ``grad``, the
 sentence adds to the gradient's chain blocks and writes its tokens' emission
@@ -22,9 +23,11 @@ from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memset
 
 from sklstruct._chain cimport ChainData
-from sklstruct._viterbi cimport (add_conditioned, add_marginals_any, compute_emission,
-                                forward_backward, forward_backward_any, path_score,
-                                scaled_transitions)
+from sklstruct._viterbi cimport (add_conditioned, add_conditioned2, add_marginals2,
+                                add_marginals_any,
+                                compute_emission, forward_backward, forward_backward2,
+                                forward_backward_any, log_marginal2, path_score,
+                                scaled_transitions, scaled_trigrams)
 
 cdef enum:
     _BLOCK = 256
@@ -34,13 +37,15 @@ BLOCK = _BLOCK
 
 
 cdef struct Scratch:
+    int order          # of the chain: 1, or 2 (label pairs as states, S = L^2)
     double* E          # (max_T, L) emission scores
-    double* alpha      # (max_T, L)
-    double* beta       # (max_T + 3 + L, L): forward_backward's beta and scratch
-    double* abar       # (max_T, L) adjoints of the conditioned expectations,
+    double* alpha      # (max_T, S)
+    double* beta       # (max_T + 3 + L, S): forward_backward's beta and scratch
+    double* abar       # (max_T, S) adjoints of the conditioned expectations,
     double* bbar       # or (abar) exp(E - max E) on the scaled path
-    double* norm       # (max_T + L) the scaled path's normalisers and scratch
-    double* eTr        # ((L + 2) L + 4) exp of the transitions, once per pass
+    double* norm       # (max_T + 3 L) the scaled path's normalisers, scratch
+    double* eTr        # exp of the transitions ((L + 2) L + 4) or of the
+                       # trigram scores (L^3 + 1), once per pass
 
 
 cdef void _free(Scratch* w) noexcept nogil:
@@ -50,27 +55,32 @@ cdef void _free(Scratch* w) noexcept nogil:
 
 cdef Scratch _alloc(ChainData data, Py_ssize_t s0, Py_ssize_t s1, const double[:, ::1] P) except *:
     """Scratch for the longest of sentences s0 <= s < s1 (E NULL if none),
-    with the scaled transitions of P."""
+    with the scaled transitions (first order) or trigrams (second) of P."""
     cdef Py_ssize_t L = P.shape[1]
     cdef Scratch w
-    cdef Py_ssize_t s, max_T = 0
+    w.order = 2 if P.shape[0] == L + 2 + L * L else 1
+    cdef Py_ssize_t s, max_T = 0, S = L if w.order == 1 else L * L
+    cdef Py_ssize_t n_tr = (L + 2) * L + 4 if w.order == 1 else L * L * L + 1
     for s in range(s0, s1):
         max_T = max(max_T, data.c.offsets[s + 1] - data.c.offsets[s])
     w.E = w.alpha = w.beta = w.abar = w.bbar = w.norm = w.eTr = NULL
     if max_T == 0:
         return w
     w.E = <double*>malloc(max_T * L * sizeof(double))
-    w.alpha = <double*>malloc(max_T * L * sizeof(double))
-    w.beta = <double*>malloc((max_T + 3 + L) * L * sizeof(double))
-    w.abar = <double*>malloc(max_T * L * sizeof(double))
-    w.bbar = <double*>malloc(max_T * L * sizeof(double))
-    w.norm = <double*>malloc((max_T + L) * sizeof(double))
-    w.eTr = <double*>malloc(((L + 2) * L + 4) * sizeof(double))
+    w.alpha = <double*>malloc(max_T * S * sizeof(double))
+    w.beta = <double*>malloc((max_T + 3 + L) * S * sizeof(double))
+    w.abar = <double*>malloc(max_T * S * sizeof(double))
+    w.bbar = <double*>malloc(max_T * S * sizeof(double))
+    w.norm = <double*>malloc((max_T + 3 * L) * sizeof(double))
+    w.eTr = <double*>malloc(n_tr * sizeof(double))
     if (w.E == NULL or w.alpha == NULL or w.beta == NULL or w.abar == NULL or w.bbar == NULL
             or w.norm == NULL or w.eTr == NULL):
         _free(&w)
         raise MemoryError()
-    scaled_transitions(&P[0, 0], L, w.eTr)
+    if w.order == 1:
+        scaled_transitions(&P[0, 0], L, w.eTr)
+    else:
+        scaled_trigrams(&P[0, 0], L, w.eTr)
     return w
 
 
@@ -78,12 +88,27 @@ cdef inline double _sentence(ChainData data, const double* W, const double* P, P
                              Py_ssize_t row0, Py_ssize_t T, Scratch* w, bint exact,
                              bint* scaled) noexcept nogil:
     """E = X W of one sentence, then forward-backward (in log space if
-    ``exact``, else scaled where that is exact); returns log Z."""
+    ``exact`` or second order, else scaled where that is exact); returns
+    log Z."""
     compute_emission(data.c.indptr, data.c.indices, data.c.data, row0, T, W, L, w.E)
+    if w.order == 2:
+        scaled[0] = False
+        return forward_backward2(w.E, T, L, P, w.eTr, w.alpha, w.beta, w.norm)
     if exact:
         scaled[0] = False
         return forward_backward(w.E, T, L, P, w.alpha, w.beta)
     return forward_backward_any(w.E, T, L, P, w.eTr, w.alpha, w.beta, w.abar, w.norm, scaled)
+
+
+cdef inline void _marginals(Scratch* w, const double* P, Py_ssize_t L, Py_ssize_t T,
+                            bint scaled, double log_z, double weight, double* node,
+                            double* chain) noexcept nogil:
+    """weight * E[F | x] of the chain blocks after :c:func:`_sentence`."""
+    if w.order == 2:
+        add_marginals2(w.E, T, L, P, w.eTr, w.alpha, w.beta, log_z, weight, node, chain, w.norm)
+    else:
+        add_marginals_any(w.E, T, L, P, w.eTr, w.alpha, w.beta, w.abar, w.norm, scaled, log_z,
+                          weight, node, chain)
 
 
 def crf_pass(ChainData data, const int[::1] y, const double[::1] W, const double[:, ::1] P,
@@ -121,20 +146,26 @@ def crf_pass(ChainData data, const int[::1] y, const double[::1] W, const double
             row0 = data.c.offsets[s]
             T = data.c.offsets[s + 1] - row0
             log_z = _sentence(data, wp, &P[0, 0], L, row0, T, &sc, exact, &scaled)
-            sent_val[s] = log_z - path_score(sc.E, T, L, &P[0, 0], 1, &y[row0])
+            sent_val[s] = log_z - path_score(sc.E, T, L, &P[0, 0], sc.order, &y[row0])
             if tokens:
                 for t in range(T):
-                    tok_val[row0 + t] = log_z - (sc.alpha[t * L + y[row0 + t]]
-                                                 + sc.beta[t * L + y[row0 + t]])
+                    if sc.order == 2:
+                        tok_val[row0 + t] = log_z - log_marginal2(sc.alpha, sc.beta, T, L, t,
+                                                                  y[row0 + t], sc.norm)
+                    else:
+                        tok_val[row0 + t] = log_z - (sc.alpha[t * L + y[row0 + t]]
+                                                     + sc.beta[t * L + y[row0 + t]])
             if not grad:
                 continue
             node = &node_out[row0, 0]
             chain = &chain_out[s // block, 0, 0]
             memset(node, 0, T * L * sizeof(double))
             if node_w[s] != 0.0:
-                add_marginals_any(sc.E, T, L, &P[0, 0], sc.eTr, sc.alpha, sc.beta, sc.abar,
-                                  sc.norm, scaled, log_z, node_w[s], node, chain)
-            if cond:
+                _marginals(&sc, &P[0, 0], L, T, scaled, log_z, node_w[s], node, chain)
+            if cond and sc.order == 2:
+                add_conditioned2(sc.E, T, L, &P[0, 0], sc.alpha, sc.beta, &y[row0],
+                                 &cond_c[row0], sc.abar, sc.bbar, node, chain, sc.norm)
+            elif cond:
                 add_conditioned(sc.E, T, L, &P[0, 0], sc.alpha, sc.beta, &y[row0], &cond_c[row0],
                                 sc.abar, sc.bbar, node, chain)
             w = gold_w[s]
@@ -144,6 +175,8 @@ def crf_pass(ChainData data, const int[::1] y, const double[::1] W, const double
                     node[t * L + g] -= w
                     if t > 0:
                         chain[y[row0 + t - 1] * L + g] -= w
+                    if t > 1 and sc.order == 2:
+                        chain[(L + 2 + y[row0 + t - 2] * L + y[row0 + t - 1]) * L + g] -= w
                 chain[L * L + y[row0]] -= w
                 chain[(L + 1) * L + y[row0 + T - 1]] -= w
     _free(&sc)
@@ -151,12 +184,13 @@ def crf_pass(ChainData data, const int[::1] y, const double[::1] W, const double
 
 def corpus_marginals(ChainData data, const double[:, ::1] W, const double[:, ::1] P,
                      Py_ssize_t s0, Py_ssize_t s1, double[:, ::1] out):
-    """out[r, :] = P(y_t = . | x) for the token rows of sentences s0 <= s < s1."""
+    """out[r, :] = P(y_t = . | x) for the token rows of sentences s0 <= s < s1
+    (first- or second-order P)."""
     cdef Py_ssize_t L = W.shape[1], s, row0, T
     cdef double log_z
     cdef bint scaled
     cdef Scratch sc = _alloc(data, s0, s1, P)
-    cdef double* chain = <double*>calloc((L + 2) * L, sizeof(double))   # (unused sums)
+    cdef double* chain = <double*>calloc(P.shape[0] * L, sizeof(double))   # (unused sums)
     if sc.E == NULL or chain == NULL:
         _free(&sc)
         free(chain)
@@ -169,11 +203,9 @@ def corpus_marginals(ChainData data, const double[:, ::1] W, const double[:, ::1
             T = data.c.offsets[s + 1] - row0
             log_z = _sentence(data, &W[0, 0], &P[0, 0], L, row0, T, &sc, False, &scaled)
             memset(&out[row0, 0], 0, T * L * sizeof(double))
-            add_marginals_any(sc.E, T, L, &P[0, 0], sc.eTr, sc.alpha, sc.beta, sc.abar, sc.norm,
-                              scaled, log_z, 1.0, &out[row0, 0], chain)
+            _marginals(&sc, &P[0, 0], L, T, scaled, log_z, 1.0, &out[row0, 0], chain)
     _free(&sc)
     free(chain)
-
 
 
 def emission_gradient(ChainData data, const double[:, ::1] node, double[:, ::1] out):

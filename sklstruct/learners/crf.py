@@ -23,8 +23,9 @@ LOSSES = ("log", "exp", "pointwise_log", "pointwise_exp")
 class CRFTagger(ChainTagger):
     """Linear-chain conditional random field trained with one of four losses.
 
-    ``P(y | x) = exp(w . F(x, y)) / Z(x)`` over the first-order chain of
-    the other taggers (emission, transition, start and end weights).  The
+    ``P(y | x) = exp(w . F(x, y)) / Z(x)`` over the chain of the other
+    taggers (emission, transition, start and end weights; with ``order=2``
+    label-trigram weights too).  The
     losses of Altun, Johnson & Hofmann (section 3.3), summed over the
     training sentences:
 
@@ -39,8 +40,10 @@ class CRFTagger(ChainTagger):
     Wolfe line search) with the exact gradients of section 4.1
     (eqs. 3-4 and the pointwise ones, whose expectations conditioned on one
     position's label come from one extra backward-and-forward sweep, so
-    every loss costs O(T L^2) per sentence).  Forward-backward runs in log
-    space and never overflows.  The exp losses grow like ``L ** T`` when the
+    every loss costs O(T L^2) per sentence).  Forward-backward never
+    overflows: it runs on probabilities rescaled at each position (one
+    exponential per label and token) where the scores' spread makes that
+    exact, and in log space otherwise.  The exp losses grow like ``L ** T`` when the
     model is poor, beyond floating point for long sentences, so for them
     L-BFGS minimises ``log(1 + C * sum(loss) + 1/2 ||w||^2)``, which has the
     same minimiser and is computed from log-space terms only; ``objective_``
@@ -59,6 +62,11 @@ class CRFTagger(ChainTagger):
         costs less and the model is sparse); True learns every pair (an
         unseen pair can then get a negative weight).  Transitions are always
         all learned (L^2 of them).
+    order : {1, 2}, default=1
+        Order of the linear chain: 2 adds label-trigram weights
+        (``trigram_coef_``); forward-backward (and the pointwise losses'
+        conditioned expectations) then run over label pairs in log space,
+        O(T L^3) per sentence.
     max_iter : int, default=100
         L-BFGS iterations.
     tol : float, default=1e-5
@@ -79,7 +87,7 @@ class CRFTagger(ChainTagger):
     ----------
     classes_, coef_, transition_coef_, start_coef_, end_coef_, n_features_in_
         As for :class:`~sklstruct.StructuredPerceptronTagger` (``trigram_coef_``
-        is None: the CRF is first order).
+        is None unless ``order=2``).
     n_iter_ : int
         L-BFGS iterations of the last fit.
     objective_ : float
@@ -103,6 +111,7 @@ class CRFTagger(ChainTagger):
         "loss": [StrOptions(set(LOSSES))],
         "C": [Interval(Real, 0, MAX_C, closed="right")],
         "all_possible_states": ["boolean"],
+        "order": [Interval(Integral, 1, 2, closed="both")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "n_jobs": N_JOBS_CONSTRAINT,
@@ -110,11 +119,12 @@ class CRFTagger(ChainTagger):
         "warm_start": ["boolean"],
     }
 
-    def __init__(self, loss="log", C=1.0, all_possible_states=False, max_iter=100, tol=1e-5,
-                 n_jobs=None, verbose=0, warm_start=False):
+    def __init__(self, loss="log", C=1.0, all_possible_states=False, order=1, max_iter=100,
+                 tol=1e-5, n_jobs=None, verbose=0, warm_start=False):
         self.loss = loss
         self.C = C
         self.all_possible_states = all_possible_states
+        self.order = order
         self.max_iter = max_iter
         self.tol = tol
         self.n_jobs = n_jobs
@@ -148,7 +158,7 @@ class CRFTagger(ChainTagger):
         else:
             W = ctx["W"]                               # the other entries stay 0
             W[states] = theta[:n_w]
-        P = theta[n_w:].reshape(L + 2, L)
+        P = theta[n_w:].reshape(-1, L)
         c, n_sent, n_tok = ctx["chain_data"], len(data), codes.shape[0]
         C, loss = float(self.C), self.loss
         sent_val = np.empty(n_sent)
@@ -157,7 +167,7 @@ class CRFTagger(ChainTagger):
         if "node" not in ctx:         # reused: fresh arrays of 10-100 MB cost page faults
             ctx["node"] = np.empty((n_tok, L))
         node = ctx["node"]
-        chain = np.zeros((-(-n_sent // BLOCK), L + 2, L))
+        chain = np.zeros((-(-n_sent // BLOCK),) + P.shape)
         lengths = data.lengths.astype(np.float64)
         reg = 0.5 * float(theta @ theta)
 
@@ -252,6 +262,10 @@ class CRFTagger(ChainTagger):
         self : object
         """
         warm = self.warm_start and hasattr(self, "coef_")
+        if warm and (getattr(self, "trigram_coef_", None) is not None) != (self.order == 2):
+            fitted = 2 if getattr(self, "trigram_coef_", None) is not None else 1
+            raise ValueError(f"order: cannot change order from {fitted} to {self.order} when "
+                             "continuing training; refit")
         if warm:
             data = as_stacked(X, self.n_features_in_)
             codes = self._encode(y, data, self.classes_)
@@ -266,9 +280,9 @@ class CRFTagger(ChainTagger):
             W0 = self.coef_.T.reshape(-1)
             theta0 = np.concatenate([W0 if states is None else W0[states],
                                      pack_chain(self.transition_coef_, self.start_coef_,
-                                                self.end_coef_).ravel()])
+                                                self.end_coef_, self.trigram_coef_).ravel()])
         else:
-            theta0 = np.zeros(n_w + (L + 2) * L)
+            theta0 = np.zeros(n_w + (L + 2 + (L * L if self.order == 2 else 0)) * L)
         history, tic = [], time.perf_counter()
         last = {}
 
