@@ -887,6 +887,17 @@ cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const dou
 # as in the first-order log-space path (L^2 exponentials and logarithms
 # per position, not L^3), exact by log-sum-exp where the scaled sum underflows.
 
+cdef inline double _max_strided(const double* v, Py_ssize_t n, Py_ssize_t stride) noexcept nogil:
+    """max of v[0], v[stride], ..., v[(n - 1) * stride] (-inf if n = 0): over
+    a of A[t, a, b], a column of the pair states."""
+    cdef Py_ssize_t i
+    cdef double m = -INFINITY
+    for i in range(n):
+        if v[i * stride] > m:
+            m = v[i * stride]
+    return m
+
+
 cdef void scaled_trigrams(const double* P, Py_ssize_t L, double* out) noexcept nogil:
     """out[:L^3] = exp(Q - max Q) for the trigram scores Q of P, out[L^3] = max Q."""
     cdef Py_ssize_t i, n = L * L * L
@@ -916,9 +927,7 @@ cdef double forward_backward2(const double* E, Py_ssize_t T, Py_ssize_t L, const
                 alpha[LL + a * L + b] = alpha[a] + P[a * L + b] + E[L + b]
     for t in range(2, T):
         for b in range(L):
-            m = -INFINITY
-            for a in range(L):
-                m = max(m, alpha[(t - 1) * LL + a * L + b])
+            m = _max_strided(alpha + (t - 1) * LL + b, L, L)
             for c in range(L):
                 acc[c] = 0.0
             if m > -INFINITY:
@@ -1008,9 +1017,7 @@ cdef void add_marginals2(const double* E, Py_ssize_t T, Py_ssize_t L, const doub
     for t in range(2, T):
         # xi[a, b, c] = exp(A[t-1, a, b] + Q[a, b, c] + P[b, c] + E[t, c] + B[t, b, c] - log Z)
         for b in range(L):
-            m1 = -INFINITY
-            for a in range(L):
-                m1 = max(m1, alpha[(t - 1) * LL + a * L + b])
+            m1 = _max_strided(alpha + (t - 1) * LL + b, L, L)
             for c in range(L):
                 r[c] = P[b * L + c] + E[t * L + c] + beta[t * LL + b * L + c]
             m2 = _max_row(r, L)
