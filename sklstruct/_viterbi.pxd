@@ -70,7 +70,8 @@ cdef void add_marginals(const double* E, Py_ssize_t T, Py_ssize_t L, const doubl
 cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                           const double* alpha, const double* beta, const int* gold,
                           const double* c, double* abar, double* bbar,
-                          double* node, double* chain) noexcept nogil
+                          double* node, double* chain, const double* eTr,
+                          double* tmp) noexcept nogil
 cdef void scaled_transitions(const double* P, Py_ssize_t L, double* out) noexcept nogil
 cdef double forward_backward_any(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                                  const double* eTr, double* alpha, double* beta, double* eE,

@@ -805,10 +805,33 @@ cdef void add_marginals_any(const double* E, Py_ssize_t T, Py_ssize_t L, const d
         add_marginals(E, T, L, P, alpha, beta, log_z, weight, node, chain)
 
 
+cdef inline void _alpha_factors(const double* E, const double* alpha, Py_ssize_t L,
+                                Py_ssize_t t, double pmax, double* u, double* v) noexcept nogil:
+    """d alpha[t, b] / d alpha[t-1, a] = u[a] exp(P[a, b] - max P) v[b]."""
+    cdef Py_ssize_t a
+    cdef double m = _max_row(alpha + (t - 1) * L, L)
+    for a in range(L):
+        u[a] = exp(alpha[(t - 1) * L + a] - m)
+        v[a] = exp(E[t * L + a] - alpha[t * L + a] + m + pmax)
+
+
+cdef inline void _beta_factors(const double* E, const double* beta, Py_ssize_t L,
+                               Py_ssize_t t, double pmax, double* x, double* y) noexcept nogil:
+    """d beta[t-1, a] / d beta[t, b] = y[a] exp(P[a, b] - max P) x[b]."""
+    cdef Py_ssize_t a
+    cdef double m = -INFINITY
+    for a in range(L):
+        m = max(m, E[t * L + a] + beta[t * L + a])
+    for a in range(L):
+        x[a] = exp(E[t * L + a] + beta[t * L + a] - m)
+        y[a] = exp(m + pmax - beta[(t - 1) * L + a])
+
+
 cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                           const double* alpha, const double* beta, const int* gold,
                           const double* c, double* abar, double* bbar,
-                          double* node, double* chain) noexcept nogil:
+                          double* node, double* chain, const double* eTr,
+                          double* tmp) noexcept nogil:
     """Add sum_t c[t] E[F | x, y_t = gold[t]] of the chain blocks (node: T * L
     per-token label expectations, chain: the layout of P), the conditioned
     expectations the pointwise losses need (Altun, Johnson & Hofmann,
@@ -819,21 +842,41 @@ cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const dou
 
     ``abar[t, b]`` gathers the terms with the conditioning position t' >= t
     (through d alpha[t', .] / d alpha[t, b] = P(y_t = b | y_{t'}, prefix)),
-    ``bbar[t, a]`` those with t' <= t (through beta)."""
+    ``bbar[t, a]`` those with t' <= t (through beta).
+
+    Those derivatives are products u[a] exp(P[a, b] - max P) v[b] of row
+    factors (:c:func:`_alpha_factors`, :c:func:`_beta_factors`; 2 L
+    exponentials per position instead of L^2) when ``eTr`` (from
+    :c:func:`scaled_transitions`; NULL: never) shows a spread of the
+    transition scores within SCALED_RANGE: the factor that is not at most 1
+    is then at most e^SCALED_RANGE, so a factor lost to underflow drops less
+    than 1e-220 of a term.  tmp: 4 L."""
     cdef Py_ssize_t t, a, b
     cdef double w, acc
+    cdef bint fast = eTr != NULL and eTr[(L + 2) * L + 3] <= SCALED_RANGE
+    cdef const double* eP = eTr
+    cdef double pmax = eTr[(L + 2) * L] if fast else 0.0
+    cdef double* u = tmp
+    cdef double* v = tmp + L
+    cdef double* x = tmp + 2 * L
+    cdef double* y = tmp + 3 * L
     # adjoint of alpha, from the last position back
     for t in range(T - 1, -1, -1):
         for a in range(L):
             abar[t * L + a] = 0.0
         abar[t * L + gold[t]] += c[t]
         if t + 1 < T:
+            if fast:
+                _alpha_factors(E, alpha, L, t + 1, pmax, u, v)
             for a in range(L):
                 acc = 0.0
                 for b in range(L):
                     # d alpha[t+1, b] / d alpha[t, a]
-                    w = _prob(alpha[t * L + a] + P[a * L + b] + E[(t + 1) * L + b]
-                              - alpha[(t + 1) * L + b])
+                    if fast:
+                        w = u[a] * eP[a * L + b] * v[b]
+                    else:
+                        w = _prob(alpha[t * L + a] + P[a * L + b] + E[(t + 1) * L + b]
+                                  - alpha[(t + 1) * L + b])
                     acc += abar[(t + 1) * L + b] * w
                 abar[t * L + a] += acc
     # adjoint of beta, from the first position on
@@ -842,11 +885,16 @@ cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const dou
             bbar[t * L + b] = 0.0
         bbar[t * L + gold[t]] += c[t]
         if t > 0:
+            if fast:
+                _beta_factors(E, beta, L, t, pmax, x, y)
             for a in range(L):
                 for b in range(L):
                     # d beta[t-1, a] / d beta[t, b]
-                    w = _prob(P[a * L + b] + E[t * L + b] + beta[t * L + b]
-                              - beta[(t - 1) * L + a])
+                    if fast:
+                        w = y[a] * eP[a * L + b] * x[b]
+                    else:
+                        w = _prob(P[a * L + b] + E[t * L + b] + beta[t * L + b]
+                                  - beta[(t - 1) * L + a])
                     bbar[t * L + b] += bbar[(t - 1) * L + a] * w
     # node expectations: abar (t' >= t) plus what beta carries from t' < t;
     # edges (t-1, t): from alpha's side (t' >= t) and beta's (t' <= t-1)
@@ -857,13 +905,22 @@ cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const dou
     for t in range(1, T):
         for b in range(L):
             node[t * L + b] += abar[t * L + b]
+        if fast:
+            _alpha_factors(E, alpha, L, t, pmax, u, v)
+            _beta_factors(E, beta, L, t, pmax, x, y)
         for a in range(L):
             for b in range(L):
-                w = _prob(alpha[(t - 1) * L + a] + P[a * L + b] + E[t * L + b]
-                          - alpha[t * L + b])
+                if fast:
+                    w = u[a] * eP[a * L + b] * v[b]
+                else:
+                    w = _prob(alpha[(t - 1) * L + a] + P[a * L + b] + E[t * L + b]
+                              - alpha[t * L + b])
                 chain[a * L + b] += abar[t * L + b] * w
-                w = _prob(P[a * L + b] + E[t * L + b] + beta[t * L + b]
-                          - beta[(t - 1) * L + a])
+                if fast:
+                    w = y[a] * eP[a * L + b] * x[b]
+                else:
+                    w = _prob(P[a * L + b] + E[t * L + b] + beta[t * L + b]
+                              - beta[(t - 1) * L + a])
                 chain[a * L + b] += bbar[(t - 1) * L + a] * w
                 node[t * L + b] += bbar[(t - 1) * L + a] * w
 
@@ -1365,10 +1422,13 @@ def chain_marginals(E, P, _return_path=False):
     return log_z, node, chain
 
 
-def conditioned_expectations(E, P, gold, c=None):
+def conditioned_expectations(E, P, gold, c=None, bint scaled=True):
     """sum_t c[t] E[F(x, y) | x, y_t = gold[t]] of the chain blocks, the
     expectations of the pointwise losses of Altun, Johnson & Hofmann
     (section 4.1), in O(T L^2) (first order) or O(T L^3) (second).
+
+    ``scaled=False`` keeps the first-order sweeps from the factored fast
+    path even where it is exact (for the tests).
 
     Returns
     -------
@@ -1393,7 +1453,7 @@ def conditioned_expectations(E, P, gold, c=None):
     beta = np.empty((T + 3 + L, S))
     abar = np.empty((T, S))
     bbar = np.empty((T, S))
-    tmp = np.empty(3 * L + (L * L * L + 1 if order == 2 else 0))
+    tmp = np.empty(4 * L + (L * L * L + 1 if order == 2 else (L + 2) * L + 4))
     node = np.zeros((T, L))
     chain = np.zeros(P.shape)
     log_zt = np.empty(T)
@@ -1403,17 +1463,19 @@ def conditioned_expectations(E, P, gold, c=None):
     cdef int[::1] gv = gold
     with nogil:
         if order == 2:
-            scaled_trigrams(&Pv[0, 0], L, &tv[3 * L])
-            forward_backward2(&Ev[0, 0], T, L, &Pv[0, 0], &tv[3 * L], &av[0, 0], &bv[0, 0],
+            scaled_trigrams(&Pv[0, 0], L, &tv[4 * L])
+            forward_backward2(&Ev[0, 0], T, L, &Pv[0, 0], &tv[4 * L], &av[0, 0], &bv[0, 0],
                               &tv[0])
             add_conditioned2(&Ev[0, 0], T, L, &Pv[0, 0], &av[0, 0], &bv[0, 0], &gv[0], &cw[0],
                              &abv[0, 0], &bbv[0, 0], &nv[0, 0], &cv[0, 0], &tv[0])
             for t in range(T):
                 zt[t] = log_marginal2(&av[0, 0], &bv[0, 0], T, L, t, gv[t], &tv[0])
         else:
+            scaled_transitions(&Pv[0, 0], L, &tv[4 * L])
             forward_backward(&Ev[0, 0], T, L, &Pv[0, 0], &av[0, 0], &bv[0, 0])
             add_conditioned(&Ev[0, 0], T, L, &Pv[0, 0], &av[0, 0], &bv[0, 0], &gv[0], &cw[0],
-                            &abv[0, 0], &bbv[0, 0], &nv[0, 0], &cv[0, 0])
+                            &abv[0, 0], &bbv[0, 0], &nv[0, 0], &cv[0, 0],
+                            &tv[4 * L] if scaled else NULL, &tv[0])
             for t in range(T):
                 zt[t] = av[t, gv[t]] + bv[t, gv[t]]
     return node, chain, log_zt

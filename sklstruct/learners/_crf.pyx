@@ -43,7 +43,7 @@ cdef struct Scratch:
     double* beta       # (max_T + 3 + L, S): forward_backward's beta and scratch
     double* abar       # (max_T, S) adjoints of the conditioned expectations,
     double* bbar       # or (abar) exp(E - max E) on the scaled path
-    double* norm       # (max_T + 3 L) the scaled path's normalisers, scratch
+    double* norm       # (max_T + 4 L) the scaled path's normalisers, scratch
     double* eTr        # exp of the transitions ((L + 2) L + 4) or of the
                        # trigram scores (L^3 + 1), once per pass
 
@@ -71,7 +71,7 @@ cdef Scratch _alloc(ChainData data, Py_ssize_t s0, Py_ssize_t s1, const double[:
     w.beta = <double*>malloc((max_T + 3 + L) * S * sizeof(double))
     w.abar = <double*>malloc(max_T * S * sizeof(double))
     w.bbar = <double*>malloc(max_T * S * sizeof(double))
-    w.norm = <double*>malloc((max_T + 3 * L) * sizeof(double))
+    w.norm = <double*>malloc((max_T + 4 * L) * sizeof(double))
     w.eTr = <double*>malloc(n_tr * sizeof(double))
     if (w.E == NULL or w.alpha == NULL or w.beta == NULL or w.abar == NULL or w.bbar == NULL
             or w.norm == NULL or w.eTr == NULL):
@@ -167,7 +167,7 @@ def crf_pass(ChainData data, const int[::1] y, const double[::1] W, const double
                                  &cond_c[row0], sc.abar, sc.bbar, node, chain, sc.norm)
             elif cond:
                 add_conditioned(sc.E, T, L, &P[0, 0], sc.alpha, sc.beta, &y[row0], &cond_c[row0],
-                                sc.abar, sc.bbar, node, chain)
+                                sc.abar, sc.bbar, node, chain, sc.eTr, sc.norm)
             w = gold_w[s]
             if w != 0.0:
                 for t in range(T):
