@@ -32,7 +32,7 @@ from . import __version__
 from ._registry import TAGGERS
 from .datasets import make_chunking_corpus, read_conll, write_conll
 from .features import SequenceVectorizer, feature_set
-from .metrics import chunk_report, format_conlleval
+from .metrics import SCHEMES, chunk_report, format_conlleval
 
 PROG = "sklstruct"
 
@@ -361,7 +361,11 @@ def cmd_evaluate(args):
             raise CommandError(f"{args.input!r} needs at least two columns (gold, predicted)")
         y_gold = [[tok[-2] for tok in s] for s in X]
         y_pred = [[tok[-1] for tok in s] for s in X]
-    print(format_conlleval(chunk_report(y_gold, y_pred)), end="")
+    try:
+        report = chunk_report(y_gold, y_pred, scheme=args.scheme)
+    except ValueError as exc:           # a label outside the scheme, named with its place
+        raise CommandError(str(exc)) from None
+    print(format_conlleval(report), end="")
     return 0
 
 
@@ -432,6 +436,9 @@ def build_parser():
                           "columns are gold and predicted labels")
     evaluate.add_argument("--model", "-m", help="tag the file with this saved model first "
                           "(a trusted file)")
+    evaluate.add_argument("--scheme", choices=sorted(SCHEMES), default=None,
+                          help="count chunks by seqeval's strict rules for this tagging "
+                               "scheme instead of conlleval's (needed for IOBES and BILOU)")
     io_options(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
     return parser

@@ -32,6 +32,18 @@ conlleval's rules, reproduced here
 * Token accuracy counts tokens whose prefix and type are both right.
 * Precision is ``correct / predicted``, recall ``correct / true``, F1
   ``2PR / (P + R)``; each is 0 when its denominator is 0.
+
+Strict schemes
+--------------
+With ``scheme`` in {"IOB1", "IOB2", "IOBES", "BILOU"} the chunk functions
+follow seqeval's ``mode="strict"`` instead: a label's first character is its
+prefix (it must be one the scheme allows, ``O`` included) and the rest, less
+hyphens, its type; a chunk exists only where the scheme's rules build one
+(see :data:`SCHEMES`), so a chunk that the scheme cannot have produced (an
+IOB2 ``I-`` without a ``B-``, an IOBES ``B-`` never closed by ``E-``)
+counts neither as true nor as predicted, and ``S-PER S-PER`` is two chunks,
+not conlleval's one.  A predicted chunk is correct when a true chunk has the
+same type and span.  Token accuracy compares whole labels.
 """
 
 from dataclasses import dataclass
@@ -58,6 +70,7 @@ __all__ = [
     "chunk_recall_scorer",
     "token_accuracy_scorer",
     "get_scorer",
+    "SCHEMES",
 ]
 
 
@@ -269,7 +282,7 @@ def _prf(n_correct, n_pred, n_true):
     return precision, recall, f1
 
 
-def chunk_report(y_true, y_pred):
+def chunk_report(y_true, y_pred, *, scheme=None):
     """Evaluate chunks and tags exactly like the CoNLL ``conlleval`` script.
 
     Reproduces conlleval (default mode): labels are split on the first hyphen
@@ -284,6 +297,9 @@ def chunk_report(y_true, y_pred):
         True labels, one sequence per sentence.
     y_pred : sequence of sequences of str
         Predicted labels, same shape as ``y_true``.
+    scheme : {None, "IOB1", "IOB2", "IOBES", "BILOU"}, default=None
+        None: conlleval's rules.  A scheme: seqeval's strict mode for it
+        (see the module notes), which every IOBES or BILOU tagging needs.
 
     Returns
     -------
@@ -304,7 +320,10 @@ def chunk_report(y_true, y_pred):
     >>> r.n_true_chunks, r.n_pred_chunks, r.n_correct_chunks
     (1, 1, 0)
     """
+    scheme = _check_scheme(scheme)
     y_true, y_pred = _check_sentences(y_true, y_pred)
+    if scheme is not None:
+        return _strict_report(y_true, y_pred, scheme)
     lines, type_names = _encode_lines(y_true, y_pred)
     type_c, type_g = lines["type_c"], lines["type_g"]
 
@@ -373,6 +392,107 @@ def chunk_report(y_true, y_pred):
         n_correct_chunks=n_correct,
         per_type=per_type,
     )
+
+
+# --------------------------------------------------------------------------
+# Strict schemes (seqeval's mode="strict")
+# --------------------------------------------------------------------------
+
+def _rules(*patterns):
+    """Patterns "PC=" : previous prefix P, current prefix C ("*": any), and
+    whether the types must be equal ("="), differ ("!") or either ("*")."""
+    return frozenset(patterns)
+
+
+#: The strict schemes: the prefixes each allows (besides ``O``) and when a
+#: chunk starts at a token, when the next token is inside it (compared with
+#: the one before), and when it ended well (its last token, and the token
+#: after it: the next one or an ``O`` past the end of the sentence).  These
+#: are the rules of seqeval's strict mode (``seqeval.scheme``), BILOU being
+#: IOBES with ``U`` for ``S`` and ``L`` for ``E``.
+SCHEMES = {
+    "IOB1": {"prefixes": "IB",
+             "start": _rules("OI*", "II!", "BI*", "IB=", "BB="),
+             "inside": _rules("BI=", "II="),
+             "end": _rules("II!", "IO*", "IB*", "BO*", "BI!", "BB=")},
+    "IOB2": {"prefixes": "IB",
+             "start": _rules("*B*"),
+             "inside": _rules("BI=", "II="),
+             "end": _rules("IO*", "II!", "IB*", "BO*", "BI!", "BB*")},
+    "IOBES": {"prefixes": "IBES",
+              "start": _rules("*B*", "*S*"),
+              "inside": _rules("BI=", "BE=", "II=", "IE="),
+              "end": _rules("S**", "E**")},
+    "BILOU": {"prefixes": "BILU",
+              "start": _rules("*B*", "*U*"),
+              "inside": _rules("BI=", "BL=", "II=", "IL="),
+              "end": _rules("U**", "L**")},
+}
+
+
+def _matches(rules, prev, cur):
+    """Whether (prev, cur), two (prefix, type) pairs, fits one of ``rules``."""
+    same = "=" if prev[1] == cur[1] else "!"
+    return any((p == "*" or p == prev[0]) and (c == "*" or c == cur[0]) and t in ("*", same)
+               for p, c, t in rules)
+
+
+def _check_scheme(scheme):
+    if scheme is None:
+        return None
+    if not isinstance(scheme, str) or scheme.upper() not in SCHEMES:
+        raise ValueError(f"scheme must be None (conlleval) or one of {', '.join(SCHEMES)}; "
+                         f"got {scheme!r}")
+    return scheme.upper()
+
+
+def _strict_chunks(sentences, scheme, name):
+    """The chunks (type, sentence, start, end) of ``sentences`` under a
+    strict scheme, as a set."""
+    rules = SCHEMES[scheme]
+    allowed = set(rules["prefixes"]) | {"O"}
+    outside = ("O", "_")
+    chunks = set()
+    for s, sentence in enumerate(sentences):
+        tokens = []
+        for t, label in enumerate(sentence.tolist() if isinstance(sentence, np.ndarray)
+                                  else sentence):
+            label = str(label)
+            if label[:1] not in allowed:
+                raise ValueError(f"{name}[{s}][{t}]: label {label!r} has no {scheme} prefix "
+                                 f"(one of {', '.join(sorted(allowed))} first)")
+            tokens.append((label[0], label[1:].strip("-") or "_"))
+        tokens.append(outside)
+        i, prev = 0, outside
+        while i < len(tokens):
+            if _matches(rules["start"], prev, tokens[i]):
+                j = i + 1
+                while _matches(rules["inside"], tokens[j - 1], tokens[j]):
+                    j += 1          # (the final O is never inside, so j stays in range)
+                if _matches(rules["end"], tokens[j - 1], tokens[j]):
+                    chunks.add((tokens[i][1], s, i, j))
+                i = j
+            else:
+                i += 1
+            prev = tokens[i - 1]
+    return chunks
+
+
+def _strict_report(y_true, y_pred, scheme):
+    true = _strict_chunks(y_true, scheme, "y_true")
+    pred = _strict_chunks(y_pred, scheme, "y_pred")
+    correct = true & pred
+    per_type = {}
+    for name in sorted({c[0] for c in true | pred}):
+        counts = [sum(1 for c in group if c[0] == name) for group in (correct, pred, true)]
+        per_type[name] = TypeScores(*_prf(*counts), counts[1], counts[2], counts[0])
+    flat_true, flat_pred = _flatten(y_true), _flatten(y_pred)
+    n_correct_tokens = sum(str(a) == str(b) for a, b in zip(flat_true, flat_pred))
+    return ChunkReport(*_prf(len(correct), len(pred), len(true)),
+                       accuracy=n_correct_tokens / len(flat_true), n_tokens=len(flat_true),
+                       n_correct_tokens=n_correct_tokens, n_true_chunks=len(true),
+                       n_pred_chunks=len(pred), n_correct_chunks=len(correct),
+                       per_type=per_type)
 
 
 def _percent(numerator, denominator):
@@ -452,7 +572,7 @@ def format_conlleval(report):
     return "".join(lines)
 
 
-def chunk_precision_recall_fscore(y_true, y_pred):
+def chunk_precision_recall_fscore(y_true, y_pred, *, scheme=None):
     """Overall chunk precision, recall and F1, as computed by conlleval.
 
     Reproduces conlleval's overall ``precision``, ``recall`` and ``FB1``
@@ -464,17 +584,19 @@ def chunk_precision_recall_fscore(y_true, y_pred):
         True labels, one sequence per sentence.
     y_pred : sequence of sequences of str
         Predicted labels, same shape as ``y_true``.
+    scheme : {None, "IOB1", "IOB2", "IOBES", "BILOU"}, default=None
+        conlleval's rules, or seqeval's strict mode for the scheme.
 
     Returns
     -------
     precision, recall, f1 : float
         Fractions in [0, 1]; each is 0 when its denominator is 0.
     """
-    report = chunk_report(y_true, y_pred)
+    report = chunk_report(y_true, y_pred, scheme=scheme)
     return report.precision, report.recall, report.f1
 
 
-def chunk_precision_score(y_true, y_pred):
+def chunk_precision_score(y_true, y_pred, *, scheme=None):
     """Overall chunk precision, as computed by conlleval.
 
     Reproduces conlleval's ``precision`` (correct chunks / predicted chunks,
@@ -486,15 +608,17 @@ def chunk_precision_score(y_true, y_pred):
         True labels, one sequence per sentence.
     y_pred : sequence of sequences of str
         Predicted labels, same shape as ``y_true``.
+    scheme : {None, "IOB1", "IOB2", "IOBES", "BILOU"}, default=None
+        conlleval's rules, or seqeval's strict mode for the scheme.
 
     Returns
     -------
     precision : float
     """
-    return chunk_report(y_true, y_pred).precision
+    return chunk_report(y_true, y_pred, scheme=scheme).precision
 
 
-def chunk_recall_score(y_true, y_pred):
+def chunk_recall_score(y_true, y_pred, *, scheme=None):
     """Overall chunk recall, as computed by conlleval.
 
     Reproduces conlleval's ``recall`` (correct chunks / true chunks, 0 if
@@ -506,15 +630,17 @@ def chunk_recall_score(y_true, y_pred):
         True labels, one sequence per sentence.
     y_pred : sequence of sequences of str
         Predicted labels, same shape as ``y_true``.
+    scheme : {None, "IOB1", "IOB2", "IOBES", "BILOU"}, default=None
+        conlleval's rules, or seqeval's strict mode for the scheme.
 
     Returns
     -------
     recall : float
     """
-    return chunk_report(y_true, y_pred).recall
+    return chunk_report(y_true, y_pred, scheme=scheme).recall
 
 
-def chunk_f1_score(y_true, y_pred):
+def chunk_f1_score(y_true, y_pred, *, scheme=None):
     """Overall chunk F1, as computed by conlleval.
 
     Reproduces conlleval's ``FB1`` (``2PR / (P + R)``, 0 if ``P + R`` is 0)
@@ -526,6 +652,8 @@ def chunk_f1_score(y_true, y_pred):
         True labels, one sequence per sentence.
     y_pred : sequence of sequences of str
         Predicted labels, same shape as ``y_true``.
+    scheme : {None, "IOB1", "IOB2", "IOBES", "BILOU"}, default=None
+        conlleval's rules, or seqeval's strict mode for the scheme.
 
     Returns
     -------
@@ -536,7 +664,7 @@ def chunk_f1_score(y_true, y_pred):
     >>> chunk_f1_score([["B-NP", "I-NP", "O", "B-VP"]], [["B-NP", "I-NP", "O", "O"]])
     0.6666666666666666
     """
-    return chunk_report(y_true, y_pred).f1
+    return chunk_report(y_true, y_pred, scheme=scheme).f1
 
 
 def token_accuracy_score(y_true, y_pred):
@@ -580,6 +708,8 @@ chunk_recall_scorer = make_scorer(chunk_recall_score)
 #: Scorer for ``GridSearchCV(scoring=...)``: token accuracy.
 token_accuracy_scorer = make_scorer(token_accuracy_score)
 
+_SCORE_FUNCS = {"chunk_f1": chunk_f1_score, "chunk_precision": chunk_precision_score,
+                "chunk_recall": chunk_recall_score}
 _SCORERS = {
     "chunk_f1": chunk_f1_scorer,
     "chunk_precision": chunk_precision_scorer,
@@ -588,17 +718,20 @@ _SCORERS = {
 }
 
 
-def get_scorer(name):
+def get_scorer(name, scheme=None):
     """Return a scikit-learn scorer by name.
 
     The chunk scorers reproduce conlleval's overall scores (see
-    :func:`chunk_report`); they expect ``estimator.predict(X)`` to return one
-    label sequence per sentence (e.g. a list of 1-D arrays).
+    :func:`chunk_report`), or with ``scheme`` seqeval's strict mode; they
+    expect ``estimator.predict(X)`` to return one label sequence per
+    sentence (e.g. a list of 1-D arrays).
 
     Parameters
     ----------
     name : {'chunk_f1', 'chunk_precision', 'chunk_recall', 'token_accuracy'}
         Name of the scorer.
+    scheme : {None, "IOB1", "IOB2", "IOBES", "BILOU"}, default=None
+        For the chunk scorers: conlleval's rules, or the strict scheme.
 
     Returns
     -------
@@ -612,8 +745,11 @@ def get_scorer(name):
         If ``name`` is not one of the names above.
     """
     try:
-        return _SCORERS[name]
+        scorer = _SCORERS[name]
     except (KeyError, TypeError):
         raise ValueError(
             f"unknown scorer {name!r}; valid names are: {', '.join(_SCORERS)}"
         ) from None
+    if scheme is None or name == "token_accuracy":
+        return scorer
+    return make_scorer(_SCORE_FUNCS[name], scheme=_check_scheme(scheme))

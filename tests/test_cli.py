@@ -164,6 +164,18 @@ def test_runtime_errors_exit_1(files, model, capsys):
         assert status == 1 and "cannot write output '/dev/full': No space left" in err
 
 
+def test_evaluate_with_a_strict_scheme(tmp_path, capsys):
+    """--scheme IOBES counts S-PER S-PER as two chunks (conlleval: one)."""
+    path = tmp_path / "iobes.txt"
+    path.write_text("John S-PER B-PER\nMary S-PER E-PER\n\nin O O\n")
+    assert main(["evaluate", str(path)]) == 0
+    assert "found: 1 phrases; correct: 1." in capsys.readouterr().out
+    assert main(["evaluate", str(path), "--scheme", "IOBES"]) == 0
+    assert "with 2 phrases; found: 1 phrases; correct: 0." in capsys.readouterr().out
+    status, err = fails(["evaluate", str(path), "--scheme", "IOB2"], capsys)
+    assert status == 1 and "label 'S-PER' has no IOB2 prefix" in err, err
+
+
 class _Boom:
     """Unpickling this runs operator.truediv(1, 0): a file can run any code."""
 

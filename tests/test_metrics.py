@@ -663,3 +663,115 @@ def test_speed_50k_tokens():
     assert report.n_tokens == 50_000
     # typically well under 0.2 s; generous bound against slow CI machines
     assert elapsed < 1.0
+
+
+# ---------------------------------------------------------------------------
+# Strict schemes (seqeval's mode="strict")
+# ---------------------------------------------------------------------------
+
+def test_iobes_single_chunks_are_not_conllevals_one_chunk():
+    """The issue's case: gold S-PER S-PER is two chunks; B-PER E-PER is one,
+    spanning both, so none is correct (conlleval, which has no S rule, sees
+    one PER chunk in each and calls it correct)."""
+    gold, pred = [["S-PER", "S-PER"]], [["B-PER", "E-PER"]]
+    strict = chunk_report(gold, pred, scheme="IOBES")
+    assert (strict.n_true_chunks, strict.n_pred_chunks, strict.n_correct_chunks) == (2, 1, 0)
+    assert strict.f1 == 0.0 and strict.accuracy == 0.0
+    assert chunk_report(gold, pred).n_correct_chunks == 1
+    assert chunk_f1_score(gold, gold, scheme="iobes") == 1.0
+
+
+@pytest.mark.parametrize("scheme, labels, chunks", [
+    # worked by hand from the rules in sklstruct.metrics.SCHEMES
+    ("IOB2", ["B-PER", "I-PER", "O", "B-LOC"], [("PER", 0, 2), ("LOC", 3, 4)]),
+    ("IOB2", ["I-PER", "I-PER", "B-PER"], [("PER", 2, 3)]),          # no B: no chunk
+    ("IOB2", ["B-PER", "I-LOC", "I-LOC"], [("PER", 0, 1)]),
+    ("IOB2", ["B-PER", "B-PER"], [("PER", 0, 1), ("PER", 1, 2)]),
+    ("IOB1", ["I-PER", "I-PER", "B-PER"], [("PER", 0, 2), ("PER", 2, 3)]),
+    ("IOB1", ["I-PER", "B-LOC"], [("PER", 0, 1)]),                   # B only after its type
+    ("IOB1", ["O", "I-LOC", "I-PER"], [("LOC", 1, 2), ("PER", 2, 3)]),
+    ("IOBES", ["B-PER", "I-PER"], []),                               # never closed by E
+    ("IOBES", ["B-PER", "E-LOC"], []),
+    ("IOBES", ["S-PER", "B-LOC", "I-LOC", "E-LOC", "E-LOC"], [("PER", 0, 1), ("LOC", 1, 4)]),
+    ("IOBES", ["I-PER", "E-PER", "S-X"], [("X", 2, 3)]),
+    ("BILOU", ["U-A", "B-B", "I-B", "L-B", "B-C"], [("A", 0, 1), ("B", 1, 4)]),
+    ("BILOU", ["B-A", "L-A", "U-A"], [("A", 0, 2), ("A", 2, 3)]),
+])
+def test_strict_chunks_worked_by_hand(scheme, labels, chunks):
+    from sklstruct.metrics import _strict_chunks
+
+    assert _strict_chunks([labels], scheme, "y") == {(t, 0, a, b) for t, a, b in chunks}
+    report = chunk_report([labels], [labels], scheme=scheme)
+    assert report.n_true_chunks == report.n_correct_chunks == len(chunks)
+
+
+def encode(spans, T, scheme):
+    """Labels of the chunks ``spans`` [(type, start, end)] in ``scheme``."""
+    labels = ["O"] * T
+    ended = {}                      # token index just after a chunk -> its type
+    for kind, a, b in spans:
+        if scheme == "IOB2":
+            labels[a:b] = [f"B-{kind}"] + [f"I-{kind}"] * (b - a - 1)
+        elif scheme == "IOB1":
+            first = "B" if ended.get(a) == kind else "I"
+            labels[a:b] = [f"{first}-{kind}"] + [f"I-{kind}"] * (b - a - 1)
+        else:
+            single, last = ("S", "E") if scheme == "IOBES" else ("U", "L")
+            labels[a:b] = ([f"{single}-{kind}"] if b - a == 1 else
+                           [f"B-{kind}"] + [f"I-{kind}"] * (b - a - 2) + [f"{last}-{kind}"])
+        ended[b] = kind
+    return labels
+
+
+@st.composite
+def segmentations(draw):
+    """A sentence of chunks (types A and B, adjacent ones allowed) and O."""
+    T = draw(st.integers(1, 12))
+    spans, t = [], 0
+    while t < T:
+        length = draw(st.integers(1, T - t))
+        if draw(st.booleans()):
+            spans.append((draw(st.sampled_from("AB")), t, t + length))
+        t += length
+    return T, spans
+
+
+@given(st.lists(st.tuples(segmentations(), segmentations()), min_size=1, max_size=4),
+       st.sampled_from(["IOB1", "IOB2", "IOBES", "BILOU"]))
+def test_strict_schemes_recover_what_they_encode(pairs, scheme):
+    """Chunks encoded in a scheme come back exactly; scored against other
+    chunks, precision and recall are the set overlaps; and for IOB1 and IOB2,
+    which conlleval reads correctly, conlleval gives the same report."""
+    from sklstruct.metrics import _strict_chunks
+
+    y_true, y_pred, true, pred = [], [], set(), set()
+    for s, ((T, spans), (_, other)) in enumerate(pairs):
+        other = [(k, a, b) for k, a, b in other if b <= T]
+        y_true.append(encode(spans, T, scheme))
+        y_pred.append(encode(other, T, scheme))
+        true |= {(k, s, a, b) for k, a, b in spans}
+        pred |= {(k, s, a, b) for k, a, b in other}
+    assert _strict_chunks(y_true, scheme, "y") == true
+    report = chunk_report(y_true, y_pred, scheme=scheme)
+    assert (report.n_true_chunks, report.n_pred_chunks, report.n_correct_chunks) == (
+        len(true), len(pred), len(true & pred))
+    if scheme in ("IOB1", "IOB2"):
+        conll = chunk_report(y_true, y_pred)
+        assert (conll.precision, conll.recall, conll.f1, conll.per_type) == (
+            report.precision, report.recall, report.f1, report.per_type)
+
+
+def test_strict_schemes_reject_what_they_cannot_read():
+    with pytest.raises(ValueError, match=r"y_pred\[0\]\[1\]: label 'S-PER' has no IOB2 prefix"):
+        chunk_report([["B-PER", "O"]], [["B-PER", "S-PER"]], scheme="IOB2")
+    with pytest.raises(ValueError, match="scheme must be None"):
+        chunk_f1_score([["O"]], [["O"]], scheme="IOE3")
+    with pytest.raises(ValueError, match="scheme must be None"):
+        get_scorer("chunk_f1", scheme=2)
+
+
+def test_strict_scorer_in_cross_val_score():
+    scores = cross_val_score(WordTagger(), X, Y, cv=KFold(2), error_score="raise",
+                             scoring=get_scorer("chunk_f1", scheme="IOB2"))
+    assert len(scores) == 2 and np.all((scores >= 0) & (scores <= 1))
+    assert get_scorer("token_accuracy", scheme="IOB2") is get_scorer("token_accuracy")
