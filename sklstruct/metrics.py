@@ -71,6 +71,7 @@ __all__ = [
     "token_accuracy_scorer",
     "get_scorer",
     "SCHEMES",
+    "chunk_counts_per_sentence",
 ]
 
 
@@ -282,6 +283,46 @@ def _prf(n_correct, n_pred, n_true):
     return precision, recall, f1
 
 
+def _conlleval_chunks(y_true, y_pred):
+    """conlleval's chunks of validated sentences: the encoded lines, the type
+    names, ``starts[col][i]`` (a chunk starts at line i + 1) and the lines at
+    which correct chunks end (``closing``)."""
+    lines, type_names = _encode_lines(y_true, y_pred)
+    type_c, type_g = lines["type_c"], lines["type_g"]
+
+    # endOfChunk / startOfChunk between each line and the previous one
+    # (element i is about line i + 1), for both columns
+    ends, starts = {}, {}
+    for col in ("c", "g"):
+        prefix, types = lines["prefix_" + col], lines["type_" + col]
+        key = (prefix[:-1], prefix[1:], (types[:-1] != types[1:]).astype(int))
+        ends[col], starts[col] = _END_TABLE[key], _START_TABLE[key]
+    same_type = type_c[1:] == type_g[1:]
+    same_last_type = type_c[:-1] == type_g[:-1]
+
+    # conlleval's inCorrect state machine; `closing` collects the lines at
+    # which a correct chunk ends (its type is the previous line's type)
+    in_correct = False
+    closing = []
+    for i, end_c, end_g, start_c, start_g, same, same_last in zip(
+        range(1, len(type_c)),
+        ends["c"].tolist(), ends["g"].tolist(),
+        starts["c"].tolist(), starts["g"].tolist(),
+        same_type.tolist(), same_last_type.tolist(),
+    ):
+        if in_correct:
+            if end_c and end_g and same_last:
+                in_correct = False
+                closing.append(i - 1)
+            elif end_c != end_g or not same:
+                in_correct = False
+        if start_c and start_g and same:
+            in_correct = True
+    if in_correct:  # conlleval's final `if ($inCorrect)`: closed by the end of data
+        closing.append(len(type_c) - 1)
+    return lines, type_names, starts, np.array(closing, dtype=np.intp)
+
+
 def chunk_report(y_true, y_pred, *, scheme=None):
     """Evaluate chunks and tags exactly like the CoNLL ``conlleval`` script.
 
@@ -324,40 +365,8 @@ def chunk_report(y_true, y_pred, *, scheme=None):
     y_true, y_pred = _check_sentences(y_true, y_pred)
     if scheme is not None:
         return _strict_report(y_true, y_pred, scheme)
-    lines, type_names = _encode_lines(y_true, y_pred)
+    lines, type_names, starts, closing = _conlleval_chunks(y_true, y_pred)
     type_c, type_g = lines["type_c"], lines["type_g"]
-
-    # endOfChunk / startOfChunk between each line and the previous one
-    # (element i is about line i + 1), for both columns
-    ends, starts = {}, {}
-    for col in ("c", "g"):
-        prefix, types = lines["prefix_" + col], lines["type_" + col]
-        key = (prefix[:-1], prefix[1:], (types[:-1] != types[1:]).astype(int))
-        ends[col], starts[col] = _END_TABLE[key], _START_TABLE[key]
-    same_type = type_c[1:] == type_g[1:]
-    same_last_type = type_c[:-1] == type_g[:-1]
-
-    # conlleval's inCorrect state machine; `closing` collects the lines at
-    # which a correct chunk ends (its type is the previous line's type)
-    in_correct = False
-    closing = []
-    for i, end_c, end_g, start_c, start_g, same, same_last in zip(
-        range(1, len(type_c)),
-        ends["c"].tolist(), ends["g"].tolist(),
-        starts["c"].tolist(), starts["g"].tolist(),
-        same_type.tolist(), same_last_type.tolist(),
-    ):
-        if in_correct:
-            if end_c and end_g and same_last:
-                in_correct = False
-                closing.append(i - 1)
-            elif end_c != end_g or not same:
-                in_correct = False
-        if start_c and start_g and same:
-            in_correct = True
-    if in_correct:  # conlleval's final `if ($inCorrect)`: closed by the end of data
-        closing.append(len(type_c) - 1)
-
     n_types = len(type_names)
     correct_chunks = np.bincount(type_c[closing], minlength=n_types)
     true_chunks = np.bincount(type_c[1:][starts["c"]], minlength=n_types)
@@ -493,6 +502,39 @@ def _strict_report(y_true, y_pred, scheme):
                        n_correct_tokens=n_correct_tokens, n_true_chunks=len(true),
                        n_pred_chunks=len(pred), n_correct_chunks=len(correct),
                        per_type=per_type)
+
+
+def chunk_counts_per_sentence(y_true, y_pred, *, scheme=None):
+    """Correct, predicted and true chunks of each sentence.
+
+    The counts :func:`chunk_report` sums (conlleval's rules, or the strict
+    ``scheme``), kept per sentence: what the significance tests of
+    :mod:`sklstruct.stats` resample.
+
+    Parameters
+    ----------
+    y_true, y_pred : sequence of sequences of str
+        True and predicted labels, one sequence per sentence.
+    scheme : {None, "IOB1", "IOB2", "IOBES", "BILOU"}, default=None
+
+    Returns
+    -------
+    counts : ndarray of shape (n_sentences, 3)
+        Columns: correct, predicted and true chunks.
+    """
+    scheme = _check_scheme(scheme)
+    y_true, y_pred = _check_sentences(y_true, y_pred)
+    n = len(y_true)
+    if scheme is not None:
+        true = _strict_chunks(y_true, scheme, "y_true")
+        pred = _strict_chunks(y_pred, scheme, "y_pred")
+        return np.stack([np.bincount([c[1] for c in group], minlength=n)
+                         for group in (true & pred, pred, true)], axis=1)
+    lines, _, starts, closing = _conlleval_chunks(y_true, y_pred)
+    sentence = np.cumsum(~lines["is_token"]) - 1       # of each line (boundaries: the next)
+    return np.stack([np.bincount(sentence[closing], minlength=n),
+                     np.bincount(sentence[1:][starts["g"]], minlength=n),
+                     np.bincount(sentence[1:][starts["c"]], minlength=n)], axis=1)
 
 
 def _percent(numerator, denominator):
