@@ -18,6 +18,7 @@ import ast
 import codecs
 import os
 import sys
+import textwrap
 import time
 
 import joblib
@@ -163,13 +164,15 @@ def _read(path, what, **kwargs):
 
 
 def _looks_like_a_model(path):
-    """Whether a file starts like a pickle (protocol 2 or later), as joblib writes."""
+    """Whether a file starts like a pickle (protocol 2 or later) or a zlib
+    stream (``joblib.dump(compress=...)``, as ``train`` saves models)."""
     try:
         with open(path, "rb") as f:
             head = f.read(2)
     except OSError:
         return False
-    return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
+    return len(head) == 2 and ((head[0] == 0x80 and 2 <= head[1] <= 5)
+                               or (head[0] == 0x78 and head[1] in (0x01, 0x5E, 0x9C, 0xDA)))
 
 
 def _write(what, path, write):
@@ -302,8 +305,11 @@ def _make_features(args):
 def cmd_train(args):
     """Read a CoNLL file, fit a named estimator and save the model."""
     estimator = TAGGERS[args.estimator]()
+    params = _parse_params(args.param)
+    if "random_state" in estimator.get_params() and "random_state" not in params:
+        params["random_state"] = args.random_state     # two identical runs: one model
     try:
-        estimator.set_params(**_parse_params(args.param))
+        estimator.set_params(**params)
         if args.verbose:
             estimator.set_params(verbose=args.verbose)
     except ValueError as exc:
@@ -321,7 +327,7 @@ def cmd_train(args):
     model.fit(X, y)
     seconds = time.perf_counter() - tic
     saved = {"model": model, "n_columns": len(X[0][0]), "sklstruct_version": __version__}
-    _write("model", args.model, lambda: joblib.dump(saved, args.model))
+    _write("model", args.model, lambda: joblib.dump(saved, args.model, compress=3))
     print(f"trained {args.estimator} on {len(X)} sentences ({sum(map(len, X))} tokens) "
           f"in {seconds:.2f} s; saved to {args.model}")
     return 0
@@ -372,6 +378,31 @@ def cmd_evaluate(args):
 # -- the parser ----------------------------------------------------------------------------
 
 
+#: The feature presets of ``train --features`` (see :func:`sklstruct.feature_set`).
+PRESETS = {
+    "chunking": "CRFsuite's chunking templates (words and POS in a window; needs a POS column)",
+    "S1": "Altun et al.'s S1: the word",
+    "S2": "S1 and spelling features of the word",
+    "S3": "S2 over a window (--window, default 1)",
+    "swvm": "Ringel, Dror & Reichart's templates (needs a POS column)",
+}
+
+
+def _train_epilog():
+    """Estimators with their parameters and defaults, and the presets."""
+    lines = ["estimators (-e NAME) and their parameters (-p NAME=VALUE), with defaults",
+             "(random_state: --random-state unless given with -p):"]
+    for name in sorted(TAGGERS):
+        params = TAGGERS[name]().get_params()
+        text = ", ".join(f"{key}={value!r}" for key, value in sorted(params.items()))
+        lines.append(textwrap.fill(f"{name} ({TAGGERS[name].__name__}): {text}", width=79,
+                                   initial_indent="  ", subsequent_indent="      "))
+    lines.append("")
+    lines.append("feature presets (--features NAME):")
+    lines += [f"  {name}: {text}" for name, text in PRESETS.items()]
+    return "\n".join(lines)
+
+
 def build_parser():
     parser = _Parser(
         prog=PROG,
@@ -396,14 +427,16 @@ def build_parser():
         p.add_argument("--encoding", default="utf-8", type=_encoding,
                        help="file encoding (older corpora: latin-1)")
 
-    train = sub.add_parser("train", help="fit an estimator on a CoNLL file and save it")
+    train = sub.add_parser("train", help="fit an estimator on a CoNLL file and save it",
+                           epilog=_train_epilog(),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     train.add_argument("train", help="CoNLL column file, labels in the last column")
     train.add_argument("--model", "-m", required=True,
                        help="where to save the model (checked to be writable before training)")
     train.add_argument("--estimator", "-e", choices=sorted(TAGGERS), default="perceptron")
     train.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                        help="estimator parameter, e.g. -p k=5 -p max_iter=20 (repeatable)")
-    train.add_argument("--features", choices=["chunking", "S1", "S2", "S3", "swvm"],
+    train.add_argument("--features", choices=list(PRESETS),
                        default="chunking",
                        help="feature preset (chunking and swvm need a POS column)")
     train.add_argument("--templates",
@@ -412,6 +445,10 @@ def build_parser():
                        help="window for --templates and S3 (default 1)")
     train.add_argument("--min-freq", type=_int_at_least(1), default=1)
     train.add_argument("--target-column", type=int, default=-1)
+    train.add_argument("--random-state", type=_int_at_least(0), default=0,
+                       help="seed of the estimators that shuffle or sample (default 0, so "
+                            "that two identical runs give one model); -p random_state=... "
+                            "overrides it")
     train.add_argument("--verbose", "-v", type=_int_at_least(0), default=0)
     io_options(train)
     train.set_defaults(func=cmd_train)

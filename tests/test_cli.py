@@ -274,3 +274,26 @@ def test_train_dual_learners(files, capsys, name, params):
     assert f"trained {name} on 240 sentences" in capsys.readouterr().out
     assert main(["evaluate", str(files / "test.txt"), "--model", str(model)]) == 0
     assert "FB1:" in capsys.readouterr().out
+
+
+def test_train_is_reproducible_documented_and_compressed(files, tmp_path, capsys):
+    """Two identical runs give one model (--random-state, default 0); --help
+    lists every estimator with its defaults, and the presets; models are
+    saved compressed."""
+    paths = [tmp_path / "a.joblib", tmp_path / "b.joblib", tmp_path / "c.joblib"]
+    for path, extra in zip(paths, ([], [], ["--random-state", "5"])):
+        assert main(["train", str(files / "train.txt"), "-m", str(path), "-e", "perceptron",
+                     "-p", "max_iter=2"] + extra) == 0
+    coefs = [joblib.load(p)["model"][-1].coef_ for p in paths]
+    assert (coefs[0] == coefs[1]).all() and not (coefs[0] == coefs[2]).all()
+    assert joblib.load(paths[0])["model"][-1].random_state == 0
+    with open(paths[0], "rb") as f:
+        assert f.read(1) == b"\x78"          # a zlib stream (joblib compress=3), not a pickle
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    out = capsys.readouterr().out
+    for name, cls in TAGGERS.items():
+        assert f"{name} ({cls.__name__})" in out
+    assert "all_possible_states=False" in out and "n_rounds=100" in out
+    assert "feature presets" in out and "swvm:" in out
