@@ -85,14 +85,9 @@ def corpus(data, name):
 
 def vectorizer(name):
     """The benchmarks' features (see common.load_corpus)."""
-    sys.path.insert(0, str(HERE))
-    from common import NER_TEMPLATES
+    from sklstruct import feature_set
 
-    from sklstruct import SequenceVectorizer, feature_set
-
-    if name == "conll2000":
-        return feature_set("chunking")
-    return SequenceVectorizer(NER_TEMPLATES, window=1)
+    return feature_set("chunking" if name == "conll2000" else "ner")
 
 
 def equality_models():

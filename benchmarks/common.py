@@ -139,14 +139,10 @@ def table(rows, reference):
 
 #: NER features: S3-style spelling features of the current and neighbouring
 #: words plus the POS column of the Spanish files.
-NER_TEMPLATES = ("bias", "word", "lower", "pos", "prefix3", "suffix2", "suffix3", "shape",
-                 "is_title", "is_upper", "has_digit", "has_hyphen", "pos[-1]|pos")
-
-
 def load_corpus(root, name):
     """CoNLL-2000 (train, test) or CoNLL-2002 Spanish (train, testa, testb)
     with the benchmarks' features."""
-    from sklstruct import SequenceVectorizer, feature_set
+    from sklstruct import feature_set
 
     root = Path(root)
     if name == "conll2000":
@@ -154,7 +150,7 @@ def load_corpus(root, name):
                     feature_set("chunking"))
     esp = root / "conll2002"
     return load(esp / "esp.train", {"testa": esp / "esp.testa", "testb": esp / "esp.testb"},
-                SequenceVectorizer(NER_TEMPLATES, window=1))
+                feature_set("ner"))
 
 
 def report(title, script, argv, body, out=None):

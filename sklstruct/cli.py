@@ -385,6 +385,7 @@ PRESETS = {
     "S2": "S1 and spelling features of the word",
     "S3": "S2 over a window (--window, default 1)",
     "swvm": "Ringel, Dror & Reichart's templates (needs a POS column)",
+    "ner": "named-entity features: word, case, affixes, shape, POS (needs a POS column)",
 }
 
 

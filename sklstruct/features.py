@@ -887,7 +887,14 @@ _SWVM = (
     "word|pos[-1]", "word|pos", "word|pos[+1]",
     "pos[-1]|pos|pos[+1]", "word|pos|pos[+1]", "word|pos[-1]|pos[+1]", "word|pos|pos[-1]",
 )
-_FEATURE_SETS = {"S1": _S1, "S2": _S2, "S3": _S2, "chunking": _CHUNKING, "swvm": _SWVM}
+#: Named-entity features (the Spanish NER benchmarks'): word, lower case,
+#: POS, a prefix, suffixes, shape and spelling flags, the POS bigram, in a
+#: window of one token either side.
+_NER = ("bias", "word", "lower", "pos", "prefix3", "suffix2", "suffix3", "shape",
+        "is_title", "is_upper", "has_digit", "has_hyphen", "pos[-1]|pos")
+
+_FEATURE_SETS = {"S1": _S1, "S2": _S2, "S3": _S2, "chunking": _CHUNKING, "swvm": _SWVM,
+                 "ner": _NER}
 
 
 def feature_set(name, window=1, **kwargs):
@@ -912,18 +919,21 @@ def feature_set(name, window=1, **kwargs):
     default of the command line and of the CoNLL-2000 benchmark; and
     ``swvm``, the 19 templates of Appendix B of Ringel, Dror & Reichart, "The
     Structured Weighted Violation MIRA" (words and POS tags at offsets
-    -1..+1, 9 bigrams and 4 trigrams of them; needs a POS column).
+    -1..+1, 9 bigrams and 4 trigrams of them; needs a POS column); and
+    ``ner``, named-entity features (word, lower case, POS, prefix, suffixes,
+    shape, spelling flags and the POS bigram, one token either side; needs a
+    POS column), those of the Spanish NER benchmarks.
 
     Parameters
     ----------
-    name : {"S1", "S2", "S3", "chunking", "swvm"}
+    name : {"S1", "S2", "S3", "chunking", "swvm", "ner"}
         Feature set.
     window : int, default=1
         Half-width of the S3 window: the paper's window of size ``w`` is
         ``window = (w - 1) // 2`` (``w = 3``: previous, current and next
         word).  Ignored by S1 and S2, which describe the current word only,
-        by ``chunking``, whose window is 2, and by ``swvm``, whose offsets
-        are explicit.
+        by ``chunking``, whose window is 2, ``ner`` (1), and by ``swvm``,
+        whose offsets are explicit.
     **kwargs
         Other parameters of :class:`SequenceVectorizer` (``min_freq``,
         ``hashing``, ``n_features``).
@@ -937,5 +947,5 @@ def feature_set(name, window=1, **kwargs):
         raise ValueError(
             f"Unknown feature set {name!r}; expected one of {sorted(_FEATURE_SETS)}."
         )
-    window = {"S3": window, "chunking": 2}.get(name, 0)
+    window = {"S3": window, "chunking": 2, "ner": 1}.get(name, 0)
     return SequenceVectorizer(list(_FEATURE_SETS[name]), window=window, **kwargs)

@@ -511,6 +511,8 @@ def test_feature_sets_are_plain_templates():
     s3w2 = feature_set("S3", window=2, min_freq=2).fit(X)
     assert s3w2.min_freq == 2 and len(s3w2.templates_) == 5 * len(S2_PLAIN)
     assert feature_set("S1", window=3).window == 0
+    ner = feature_set("ner", window=3)
+    assert ner.window == 1 and "pos[-1]|pos" in ner.templates and "shape" in ner.templates
     with pytest.raises(ValueError, match="Unknown feature set 'S4'"):
         feature_set("S4")
 
