@@ -994,7 +994,8 @@ cdef double forward_backward2(const double* E, Py_ssize_t T, Py_ssize_t L, const
                         acc[c] += va * eQ[(a * L + b) * L + c]
             for c in range(L):
                 if acc[c] > TINY:
-                    alpha[t * LL + b * L + c] = E[t * L + c] + P[b * L + c] + m + qmax + log(acc[c])
+                    alpha[t * LL + b * L + c] = (E[t * L + c] + P[b * L + c] + m + qmax
+                                                 + log(acc[c]))
                 else:
                     for a in range(L):
                         r[a] = alpha[(t - 1) * LL + a * L + b] + Q[(a * L + b) * L + c]

@@ -25,9 +25,8 @@ class CRFTagger(ChainTagger):
 
     ``P(y | x) = exp(w . F(x, y)) / Z(x)`` over the chain of the other
     taggers (emission, transition, start and end weights; with ``order=2``
-    label-trigram weights too).  The
-    losses of Altun, Johnson & Hofmann (section 3.3), summed over the
-    training sentences:
+    label-trigram weights too).  The losses of Altun, Johnson & Hofmann
+    (section 3.3), summed over the training sentences:
 
     * ``"log"``: ``-log P(y | x)`` (eq. 1, maximum likelihood);
     * ``"exp"``: ``1 / P(y | x) - 1`` (eq. 2);
@@ -43,8 +42,8 @@ class CRFTagger(ChainTagger):
     every loss costs O(T L^2) per sentence).  Forward-backward never
     overflows: it runs on probabilities rescaled at each position (one
     exponential per label and token) where the scores' spread makes that
-    exact, and in log space otherwise.  The exp losses grow like ``L ** T`` when the
-    model is poor, beyond floating point for long sentences, so for them
+    exact, and in log space otherwise.  The exp losses grow like ``L ** T``
+    when the model is poor, beyond floating point for long sentences, so for them
     L-BFGS minimises ``log(1 + C * sum(loss) + 1/2 ||w||^2)``, which has the
     same minimiser and is computed from log-space terms only; ``objective_``
     reports that logarithm.
@@ -149,8 +148,8 @@ class CRFTagger(ChainTagger):
 
     def _objective(self, theta, ctx):
         """(value, gradient) of the objective at theta: the emission weights
-        (all of W (F, L) raveled, or those of ``ctx["states"]``, flat indices
-        into it, stored by feature), then P raveled."""
+        (all of W (F, L) raveled, or those at ``ctx["states"]``, flat indices
+        into it), then P raveled."""
         data, codes, F, L = ctx["data"], ctx["codes"], ctx["F"], ctx["L"]
         states, n_w = ctx["states"], ctx["n_w"]
         if states is None:
