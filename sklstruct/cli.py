@@ -219,9 +219,10 @@ def _load(path, argument="MODEL"):
     return saved
 
 
-def _read_for_model(path, saved, encoding):
-    """Tokens of a file, and its gold labels when it has one more column than training."""
-    X, _ = _read(path, "input", target_column=None, encoding=encoding)
+def _read_for_model(path, saved, encoding, docstarts=None):
+    """Tokens of a file, and its gold labels when it has one more column than
+    training (``docstarts``: see :func:`read_conll`)."""
+    X, _ = _read(path, "input", target_column=None, encoding=encoding, docstarts=docstarts)
     n_file, n_model = len(X[0][0]), saved["n_columns"]
     if n_file == n_model:
         return X, None
@@ -333,6 +334,20 @@ def cmd_train(args):
     return 0
 
 
+def _write_with_docstarts(out, X, columns, docstarts, encoding):
+    """write_conll to the stream ``out``, with each ``-DOCSTART-`` line of the
+    input back in its place (followed by a blank line, and labelled O in the
+    predicted column, as CoNLL files have them)."""
+    start = 0
+    for index, fields in docstarts + [(len(X), None)]:
+        if index > start:
+            write_conll(out, X[start:index], *[c[start:index] for c in columns],
+                        encoding=encoding)
+            start = index
+        if fields is not None:
+            out.write(" ".join(fields + ("O",)) + "\n\n")
+
+
 def cmd_tag(args):
     """Label a CoNLL file with a saved model (gold column kept when present)."""
     if args.output:
@@ -342,31 +357,49 @@ def cmd_tag(args):
                                    "would be overwritten", USAGE_ERROR)
         _check_writable(args.output, "output")
     saved = _load(args.model)
-    X, y_gold = _read_for_model(args.input, saved, args.encoding)
+    docstarts = []
+    X, y_gold = _read_for_model(args.input, saved, args.encoding, docstarts)
     y_pred = saved["model"].predict(X)
     columns = (y_gold, y_pred) if y_gold is not None else (y_pred,)
+
+    def write(out):
+        _write_with_docstarts(out, X, columns, docstarts, args.encoding)
+
     if args.output:
-        _write("output", args.output, lambda: write_conll(args.output, X, *columns))
+        def to_file():
+            with open(args.output, "w", encoding=args.encoding, newline="\n") as out:
+                write(out)
+        _write("output", args.output, to_file)
     else:
-        write_conll(sys.stdout, X, *columns)
+        write(sys.stdout)
     return 0
 
 
 def cmd_evaluate(args):
     """conlleval report: of a saved model on a labelled file, or of the last two
     columns (gold, predicted) of a file, as conlleval itself reads it."""
+    docstarts = []
     if args.model:
         saved = _load(args.model, argument="--model")
-        X, y_gold = _read_for_model(args.input, saved, args.encoding)
+        X, y_gold = _read_for_model(args.input, saved, args.encoding, docstarts)
         if y_gold is None:
             raise CommandError(f"{args.input!r} has no gold label column to evaluate against")
         y_pred = saved["model"].predict(X)
+        # conlleval counts a -DOCSTART- line as a token; tag labels it O
+        extra = [([fields[-1] if len(fields) > 1 else "O"], ["O"]) for _, fields in docstarts]
     else:
-        X, _ = _read(args.input, "input", target_column=None, encoding=args.encoding)
+        X, _ = _read(args.input, "input", target_column=None, encoding=args.encoding,
+                     docstarts=docstarts)
         if len(X[0][0]) < 2:
             raise CommandError(f"{args.input!r} needs at least two columns (gold, predicted)")
         y_gold = [[tok[-2] for tok in s] for s in X]
         y_pred = [[tok[-1] for tok in s] for s in X]
+        # conlleval counts a -DOCSTART- line as a token with its last two fields
+        extra = [([fields[-2], fields[-1]] if len(fields) > 2 else ["O", "O"])
+                 for _, fields in docstarts]
+        extra = [([gold], [pred]) for gold, pred in extra]
+    y_gold = list(y_gold) + [gold for gold, _ in extra]
+    y_pred = list(y_pred) + [pred for _, pred in extra]
     try:
         report = chunk_report(y_gold, y_pred, scheme=args.scheme)
     except ValueError as exc:           # a label outside the scheme, named with its place

@@ -297,3 +297,30 @@ def test_train_is_reproducible_documented_and_compressed(files, tmp_path, capsys
         assert f"{name} ({cls.__name__})" in out
     assert "all_possible_states=False" in out and "n_rounds=100" in out
     assert "feature presets" in out and "swvm:" in out
+
+
+def test_docstart_lines_are_kept_and_counted_like_conlleval(files, tmp_path, capsys):
+    """tag writes each -DOCSTART- line back (labelled O); evaluate counts it
+    as a token, as conlleval does (its boundary is -X-, not -DOCSTART-)."""
+    X, y = read_conll(files / "test.txt")
+    X, y = X[:6], y[:6]
+    body = tmp_path / "plain.txt"
+    write_conll(body, X, y)
+    text = body.read_text().split("\n\n")
+    doc = "-DOCSTART- -X- O\n\n" + "\n\n".join(text[:3]) + "\n\n-DOCSTART- -X- O\n\n" + \
+        "\n\n".join(text[3:])
+    path = tmp_path / "doc.txt"
+    path.write_text(doc)
+    model = tmp_path / "m.joblib"
+    assert main(["train", str(files / "train.txt"), "-m", str(model), "-p", "max_iter=2"]) == 0
+    out = tmp_path / "tagged.txt"
+    assert main(["tag", str(model), str(path), "-o", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines.count("-DOCSTART- -X- O O") == 2 and lines[0] == "-DOCSTART- -X- O O"
+    n_tokens = sum(map(len, X))
+    capsys.readouterr()
+    assert main(["evaluate", str(out)]) == 0
+    report = capsys.readouterr().out
+    assert f"processed {n_tokens + 2} tokens" in report
+    assert main(["evaluate", str(path), "--model", str(model)]) == 0
+    assert capsys.readouterr().out == report

@@ -118,7 +118,7 @@ def _fields(line, sep):
     return [field.strip(_BLANKS) for field in line.split(sep)]
 
 
-def _parse_lines(lines, name, target_column, encoding, sep, n_columns):
+def _parse_lines(lines, name, target_column, encoding, sep, n_columns, docstarts=None):
     """Core of :func:`read_conll`; ``lines`` is any iterable of str lines."""
     X, y = [], []
     tokens, labels = [], []
@@ -134,6 +134,8 @@ def _parse_lines(lines, name, target_column, encoding, sep, n_columns):
                 X.append(tokens)
                 y.append(labels)
                 tokens, labels = [], []
+            if fields and docstarts is not None:
+                docstarts.append((len(X), tuple(fields)))
             continue
         if len(fields) != n_columns:
             if n_columns is None:
@@ -157,7 +159,8 @@ def _parse_lines(lines, name, target_column, encoding, sep, n_columns):
     return X, (None if target_column is None else y)
 
 
-def read_conll(path, target_column=-1, encoding="utf-8", sep=None, n_columns=None):
+def read_conll(path, target_column=-1, encoding="utf-8", sep=None, n_columns=None, *,
+               docstarts=None):
     """Read a CoNLL-style column file into token and label sequences.
 
     Each non-blank line holds one token as a fixed number of columns; blank
@@ -193,6 +196,12 @@ def read_conll(path, target_column=-1, encoding="utf-8", sep=None, n_columns=Non
     n_columns : int or None, default=None
         Expected number of columns.  If None it is taken from the first token
         line.
+    docstarts : list or None, default=None
+        If a list, each ``-DOCSTART-`` line is appended to it as
+        ``(i, fields)``: ``i`` the index in ``X`` of the sentence after it
+        (``len(X)`` at the end), ``fields`` all its columns; so that a
+        program can write them back (``sklstruct tag``) or count them as
+        conlleval does (``sklstruct evaluate``).
 
     Returns
     -------
@@ -245,7 +254,7 @@ def read_conll(path, target_column=-1, encoding="utf-8", sep=None, n_columns=Non
 
         try:
             return _parse_lines(
-                counted(path), name, target_column, encoding, sep, n_columns
+                counted(path), name, target_column, encoding, sep, n_columns, docstarts
             )
         except UnicodeDecodeError as exc:
             fname = getattr(path, "name", None)
@@ -267,7 +276,7 @@ def read_conll(path, target_column=-1, encoding="utf-8", sep=None, n_columns=Non
         raise ValueError(f"Unknown encoding {encoding!r}.") from None
     try:
         with open(fname, encoding=encoding, newline="\n") as f:
-            return _parse_lines(f, name, target_column, encoding, sep, n_columns)
+            return _parse_lines(f, name, target_column, encoding, sep, n_columns, docstarts)
     except UnicodeDecodeError:
         lineno, exc = _locate_decode_error(fname, encoding)
         raise _decode_error(name, encoding, lineno, exc) from None
