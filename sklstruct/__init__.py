@@ -3,12 +3,13 @@ sequence labeling and constituency parsing, with Cython decoding kernels."""
 
 __version__ = "0.1.0"
 
-from .features import SequenceVectorizer, feature_set  # noqa: E402
+from .features import DictSequenceVectorizer, SequenceVectorizer, feature_set  # noqa: E402
 from ._registry import ESTIMATORS  # noqa: E402
 
 globals().update({cls.__name__: cls for cls in ESTIMATORS.values()})
 
 __all__ = sorted(cls.__name__ for cls in ESTIMATORS.values()) + [
+    "DictSequenceVectorizer",
     "SequenceVectorizer",
     "feature_set",
     "__version__",
