@@ -348,6 +348,26 @@ def _write_with_docstarts(out, X, columns, docstarts, encoding):
             out.write(" ".join(fields + ("O",)) + "\n\n")
 
 
+def _write_nbest(out, X, y_gold, kbest, docstarts, encoding):
+    """CRF++'s n-best output (``crf_test -n``): for each sentence, each of its
+    k best label sequences as a block headed ``# RANK SCORE`` (rank from 0,
+    the score w.F(x, y)), the tokens (and gold labels) with that sequence as
+    the last column; ``-DOCSTART-`` lines where they were."""
+    before = {}
+    for index, fields in docstarts:
+        before.setdefault(index, []).append(fields)
+    for i in range(len(X) + 1):
+        for fields in before.get(i, ()):
+            out.write(" ".join(fields + ("O",)) + "\n\n")
+        if i == len(X):
+            break
+        seqs, scores = kbest[i]
+        for rank, (seq, score) in enumerate(zip(seqs, scores)):
+            out.write(f"# {rank} {score:.6f}\n")
+            columns = ([y_gold[i]] if y_gold is not None else []) + [seq]
+            write_conll(out, [X[i]], *[[c] for c in columns], encoding=encoding)
+
+
 def cmd_tag(args):
     """Label a CoNLL file with a saved model (gold column kept when present)."""
     if args.output:
@@ -359,11 +379,19 @@ def cmd_tag(args):
     saved = _load(args.model)
     docstarts = []
     X, y_gold = _read_for_model(args.input, saved, args.encoding, docstarts)
-    y_pred = saved["model"].predict(X)
+    model = saved["model"]
+    if args.nbest:
+        kbest = model[-1].predict_kbest(model[0].transform(X), k=args.nbest)
+        y_pred = [seqs[0] for seqs, _ in kbest]
+    else:
+        y_pred = model.predict(X)
     columns = (y_gold, y_pred) if y_gold is not None else (y_pred,)
 
     def write(out):
-        _write_with_docstarts(out, X, columns, docstarts, args.encoding)
+        if args.nbest:
+            _write_nbest(out, X, y_gold, kbest, docstarts, args.encoding)
+        else:
+            _write_with_docstarts(out, X, columns, docstarts, args.encoding)
 
     if args.output:
         def to_file():
@@ -496,6 +524,9 @@ def build_parser():
                      "code: use only trusted files)")
     tag.add_argument("input", help="CoNLL file to label (with or without a gold column)")
     tag.add_argument("--output", "-o", help="output file (default: standard output)")
+    tag.add_argument("--nbest", "-n", type=_int_at_least(1), default=None, metavar="K",
+                     help="write each sentence's K best label sequences, each headed "
+                          "'# RANK SCORE' (CRF++'s n-best format)")
     io_options(tag)
     tag.set_defaults(func=cmd_tag)
 

@@ -324,3 +324,29 @@ def test_docstart_lines_are_kept_and_counted_like_conlleval(files, tmp_path, cap
     assert f"processed {n_tokens + 2} tokens" in report
     assert main(["evaluate", str(path), "--model", str(model)]) == 0
     assert capsys.readouterr().out == report
+
+
+def test_tag_nbest_writes_crfpp_blocks(files, tmp_path, capsys):
+    model = tmp_path / "m.joblib"
+    assert main(["train", str(files / "train.txt"), "-m", str(model), "-p", "max_iter=2"]) == 0
+    X, y = read_conll(files / "test.txt")
+    small = tmp_path / "small.txt"
+    write_conll(small, X[:3], y[:3])
+    capsys.readouterr()
+    assert main(["tag", str(model), str(small), "--nbest", "3"]) == 0
+    blocks = capsys.readouterr().out.strip().split("\n\n")
+    assert len(blocks) == 9
+    saved = joblib.load(model)["model"]
+    kbest = saved[-1].predict_kbest(saved[0].transform(X[:3]), k=3)
+    for j, block in enumerate(blocks):
+        i, rank = divmod(j, 3)
+        head, *lines = block.split("\n")
+        assert head == f"# {rank} {kbest[i][1][rank]:.6f}"
+        assert [line.split()[-1] for line in lines] == list(kbest[i][0][rank])
+        assert [line.split()[-2] for line in lines] == list(y[i])     # gold kept
+    assert main(["tag", str(model), str(small), "-n", "1"]) == 0
+    first = capsys.readouterr().out
+    assert main(["tag", str(model), str(small)]) == 0
+    plain = capsys.readouterr().out
+    assert [b.split("\n", 1)[1] for b in first.strip().split("\n\n")] == \
+        plain.strip().split("\n\n")
