@@ -419,3 +419,21 @@ def test_helpers_refuse_non_string_labels_and_words(tree, message):
     tree.children = "xyz"
     with pytest.raises(ValueError, match="are a str, not a list"):
         str(tree)
+
+
+def test_nltk_round_trip():
+    import nltk  # a test extra (pip install .[test])
+    text = "(S (NP (DT the) (NN dog)) (VP (VBZ barks) (ADVP (RB loudly))) (. .))"
+    ours = Tree.fromstring(text)
+    theirs = ours.to_nltk()
+    assert isinstance(theirs, nltk.Tree) and theirs == nltk.Tree.fromstring(text)
+    assert theirs.leaves() == ours.leaves() and theirs.pos() == ours.pos()
+    assert Tree.from_nltk(theirs) == ours
+    deep = nltk.Tree("X", ["w"])
+    for _ in range(5000):                       # deeper than Python's recursion limit
+        deep = nltk.Tree("X", [deep])
+    assert len(Tree.from_nltk(deep).leaves()) == 1
+    with pytest.raises(TypeError, match="child 0 of the tree is a int"):
+        Tree.from_nltk(nltk.Tree("S", [3]))
+    with pytest.raises(TypeError, match="not a tree"):
+        Tree.from_nltk("(S (NN x))")

@@ -101,6 +101,49 @@ class Tree:
         appears twice is copied twice)."""
         return _fold(self, lambda node, kids: Tree(node.label, kids))
 
+    def to_nltk(self):
+        """The same tree as an ``nltk.Tree`` (needs NLTK)."""
+        from nltk import Tree as NLTKTree
+
+        return _fold(self, lambda node, kids: NLTKTree(node.label, kids))
+
+    @classmethod
+    def from_nltk(cls, tree):
+        """A :class:`Tree` from an ``nltk.Tree`` (or any tree whose nodes are
+        lists of children with a ``label()``; leaves must be strings).
+
+        Raises
+        ------
+        TypeError
+            If a node is neither such a tree nor a string, or a label is not
+            a string.
+        """
+        def convert_node(node, where):
+            if not (isinstance(node, list) and callable(getattr(node, "label", None))):
+                raise TypeError(f"from_nltk: {where} is a {type(node).__name__}, not a tree "
+                                "or a word (str)")
+            if not isinstance(node.label(), str):
+                raise TypeError(f"from_nltk: the label of {where} is a "
+                                f"{type(node.label()).__name__}, not a str")
+            return cls(node.label())
+
+        root = convert_node(tree, "the tree")
+        stack = [(tree, root, "the tree")]
+        seen = set()
+        while stack:
+            source, target, where = stack.pop()
+            if id(source) in seen:
+                raise ValueError("from_nltk: the tree contains itself")
+            seen.add(id(source))
+            for i, child in enumerate(source):
+                if isinstance(child, str):
+                    target.children.append(child)
+                else:
+                    node = convert_node(child, f"child {i} of {where}")
+                    target.children.append(node)
+                    stack.append((child, node, f"child {i} of {where}"))
+        return root
+
     # -- inspection -------------------------------------------------------
     def is_preterminal(self):
         """True if the node has exactly one child and that child is a word."""
