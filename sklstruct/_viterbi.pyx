@@ -827,6 +827,28 @@ cdef inline void _beta_factors(const double* E, const double* beta, Py_ssize_t L
         y[a] = exp(m + pmax - beta[(t - 1) * L + a])
 
 
+cdef inline double _d_alpha(bint fast, const double* u, const double* v, const double* eP,
+                            const double* E, const double* P, const double* alpha,
+                            Py_ssize_t L, Py_ssize_t t, Py_ssize_t a,
+                            Py_ssize_t b) noexcept nogil:
+    """d alpha[t, b] / d alpha[t-1, a]: from step t's row factors (``fast``)
+    or exactly in log space."""
+    if fast:
+        return u[a] * eP[a * L + b] * v[b]
+    return _prob(alpha[(t - 1) * L + a] + P[a * L + b] + E[t * L + b] - alpha[t * L + b])
+
+
+cdef inline double _d_beta(bint fast, const double* x, const double* y, const double* eP,
+                           const double* E, const double* P, const double* beta,
+                           Py_ssize_t L, Py_ssize_t t, Py_ssize_t a,
+                           Py_ssize_t b) noexcept nogil:
+    """d beta[t-1, a] / d beta[t, b]: from step t's row factors (``fast``)
+    or exactly in log space."""
+    if fast:
+        return y[a] * eP[a * L + b] * x[b]
+    return _prob(P[a * L + b] + E[t * L + b] + beta[t * L + b] - beta[(t - 1) * L + a])
+
+
 cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                           const double* alpha, const double* beta, const int* gold,
                           const double* c, double* abar, double* bbar,
@@ -871,12 +893,7 @@ cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const dou
             for a in range(L):
                 acc = 0.0
                 for b in range(L):
-                    # d alpha[t+1, b] / d alpha[t, a]
-                    if fast:
-                        w = u[a] * eP[a * L + b] * v[b]
-                    else:
-                        w = _prob(alpha[t * L + a] + P[a * L + b] + E[(t + 1) * L + b]
-                                  - alpha[(t + 1) * L + b])
+                    w = _d_alpha(fast, u, v, eP, E, P, alpha, L, t + 1, a, b)
                     acc += abar[(t + 1) * L + b] * w
                 abar[t * L + a] += acc
     # adjoint of beta, from the first position on
@@ -889,12 +906,7 @@ cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const dou
                 _beta_factors(E, beta, L, t, pmax, x, y)
             for a in range(L):
                 for b in range(L):
-                    # d beta[t-1, a] / d beta[t, b]
-                    if fast:
-                        w = y[a] * eP[a * L + b] * x[b]
-                    else:
-                        w = _prob(P[a * L + b] + E[t * L + b] + beta[t * L + b]
-                                  - beta[(t - 1) * L + a])
+                    w = _d_beta(fast, x, y, eP, E, P, beta, L, t, a, b)
                     bbar[t * L + b] += bbar[(t - 1) * L + a] * w
     # node expectations: abar (t' >= t) plus what beta carries from t' < t;
     # edges (t-1, t): from alpha's side (t' >= t) and beta's (t' <= t-1)
@@ -910,17 +922,9 @@ cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const dou
             _beta_factors(E, beta, L, t, pmax, x, y)
         for a in range(L):
             for b in range(L):
-                if fast:
-                    w = u[a] * eP[a * L + b] * v[b]
-                else:
-                    w = _prob(alpha[(t - 1) * L + a] + P[a * L + b] + E[t * L + b]
-                              - alpha[t * L + b])
-                chain[a * L + b] += abar[t * L + b] * w
-                if fast:
-                    w = y[a] * eP[a * L + b] * x[b]
-                else:
-                    w = _prob(P[a * L + b] + E[t * L + b] + beta[t * L + b]
-                              - beta[(t - 1) * L + a])
+                chain[a * L + b] += abar[t * L + b] * _d_alpha(fast, u, v, eP, E, P, alpha, L,
+                                                               t, a, b)
+                w = _d_beta(fast, x, y, eP, E, P, beta, L, t, a, b)
                 chain[a * L + b] += bbar[(t - 1) * L + a] * w
                 node[t * L + b] += bbar[(t - 1) * L + a] * w
 

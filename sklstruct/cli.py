@@ -334,38 +334,33 @@ def cmd_train(args):
     return 0
 
 
-def _write_with_docstarts(out, X, columns, docstarts, encoding):
-    """write_conll to the stream ``out``, with each ``-DOCSTART-`` line of the
-    input back in its place (followed by a blank line, and labelled O in the
-    predicted column, as CoNLL files have them)."""
+def _write_with_docstarts(out, n_sentences, docstarts, write_sentences):
+    """Write sentences ``write_sentences(start, stop)`` to the stream ``out``
+    with each ``-DOCSTART-`` line of the input back in its place (followed by
+    a blank line, and labelled O in the predicted column, as CoNLL files have
+    them)."""
     start = 0
-    for index, fields in docstarts + [(len(X), None)]:
+    for index, fields in docstarts + [(n_sentences, None)]:
         if index > start:
-            write_conll(out, X[start:index], *[c[start:index] for c in columns],
-                        encoding=encoding)
+            write_sentences(start, index)
             start = index
         if fields is not None:
             out.write(" ".join(fields + ("O",)) + "\n\n")
 
 
-def _write_nbest(out, X, y_gold, kbest, docstarts, encoding):
-    """CRF++'s n-best output (``crf_test -n``): for each sentence, each of its
-    k best label sequences as a block headed ``# RANK SCORE`` (rank from 0,
-    the score w.F(x, y)), the tokens (and gold labels) with that sequence as
-    the last column; ``-DOCSTART-`` lines where they were."""
-    before = {}
-    for index, fields in docstarts:
-        before.setdefault(index, []).append(fields)
-    for i in range(len(X) + 1):
-        for fields in before.get(i, ()):
-            out.write(" ".join(fields + ("O",)) + "\n\n")
-        if i == len(X):
-            break
-        seqs, scores = kbest[i]
-        for rank, (seq, score) in enumerate(zip(seqs, scores)):
-            out.write(f"# {rank} {score:.6f}\n")
-            columns = ([y_gold[i]] if y_gold is not None else []) + [seq]
-            write_conll(out, [X[i]], *[[c] for c in columns], encoding=encoding)
+def _nbest_writer(out, X, y_gold, kbest, encoding):
+    """CRF++'s n-best output (``crf_test -n``) of sentences start..stop: each
+    of a sentence's k best label sequences as a block headed ``# RANK SCORE``
+    (rank from 0, the score w.F(x, y)), the tokens (and gold labels) with
+    that sequence as the last column."""
+    def write(start, stop):
+        for i in range(start, stop):
+            seqs, scores = kbest[i]
+            for rank, (seq, score) in enumerate(zip(seqs, scores)):
+                out.write(f"# {rank} {score:.6f}\n")
+                columns = ([y_gold[i]] if y_gold is not None else []) + [seq]
+                write_conll(out, [X[i]], *[[c] for c in columns], encoding=encoding)
+    return write
 
 
 def cmd_tag(args):
@@ -389,9 +384,12 @@ def cmd_tag(args):
 
     def write(out):
         if args.nbest:
-            _write_nbest(out, X, y_gold, kbest, docstarts, args.encoding)
+            sentences = _nbest_writer(out, X, y_gold, kbest, args.encoding)
         else:
-            _write_with_docstarts(out, X, columns, docstarts, args.encoding)
+            def sentences(start, stop):
+                write_conll(out, X[start:stop], *[c[start:stop] for c in columns],
+                            encoding=args.encoding)
+        _write_with_docstarts(out, len(X), docstarts, sentences)
 
     if args.output:
         def to_file():
@@ -414,7 +412,7 @@ def cmd_evaluate(args):
             raise CommandError(f"{args.input!r} has no gold label column to evaluate against")
         y_pred = saved["model"].predict(X)
         # conlleval counts a -DOCSTART- line as a token; tag labels it O
-        extra = [([fields[-1] if len(fields) > 1 else "O"], ["O"]) for _, fields in docstarts]
+        extra = [(fields[-1] if len(fields) > 1 else "O", "O") for _, fields in docstarts]
     else:
         X, _ = _read(args.input, "input", target_column=None, encoding=args.encoding,
                      docstarts=docstarts)
@@ -423,11 +421,11 @@ def cmd_evaluate(args):
         y_gold = [[tok[-2] for tok in s] for s in X]
         y_pred = [[tok[-1] for tok in s] for s in X]
         # conlleval counts a -DOCSTART- line as a token with its last two fields
-        extra = [([fields[-2], fields[-1]] if len(fields) > 2 else ["O", "O"])
+        extra = [(fields[-2], fields[-1]) if len(fields) > 2 else ("O", "O")
                  for _, fields in docstarts]
-        extra = [([gold], [pred]) for gold, pred in extra]
-    y_gold = list(y_gold) + [gold for gold, _ in extra]
-    y_pred = list(y_pred) + [pred for _, pred in extra]
+    # each as a one-token sentence: for conlleval an O token and a boundary end chunks alike
+    y_gold = list(y_gold) + [[gold] for gold, _ in extra]
+    y_pred = list(y_pred) + [[pred] for _, pred in extra]
     try:
         report = chunk_report(y_gold, y_pred, scheme=args.scheme)
     except ValueError as exc:           # a label outside the scheme, named with its place

@@ -46,6 +46,7 @@ not conlleval's one.  A predicted chunk is correct when a true chunk has the
 same type and span.  Token accuracy compares whole labels.
 """
 
+from collections import Counter
 from dataclasses import dataclass
 from itertools import chain
 from typing import Dict, NamedTuple
@@ -491,10 +492,10 @@ def _strict_report(y_true, y_pred, scheme):
     true = _strict_chunks(y_true, scheme, "y_true")
     pred = _strict_chunks(y_pred, scheme, "y_pred")
     correct = true & pred
-    per_type = {}
-    for name in sorted({c[0] for c in true | pred}):
-        counts = [sum(1 for c in group if c[0] == name) for group in (correct, pred, true)]
-        per_type[name] = TypeScores(*_prf(*counts), counts[1], counts[2], counts[0])
+    n_correct, n_pred, n_true = (Counter(c[0] for c in group) for group in (correct, pred, true))
+    per_type = {name: TypeScores(*_prf(n_correct[name], n_pred[name], n_true[name]),
+                                 n_pred[name], n_true[name], n_correct[name])
+                for name in sorted(n_pred | n_true)}
     flat_true, flat_pred = _flatten(y_true), _flatten(y_pred)
     n_correct_tokens = sum(str(a) == str(b) for a, b in zip(flat_true, flat_pred))
     return ChunkReport(*_prf(len(correct), len(pred), len(true)),

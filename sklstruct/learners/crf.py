@@ -163,8 +163,6 @@ class CRFTagger(ChainTagger):
         sent_val = np.empty(n_sent)
         # per-token values only for the pointwise losses (they need the log-space path)
         tok_val = np.empty(n_tok) if loss.startswith("pointwise") else None
-        if "node" not in ctx:         # reused: fresh arrays of 10-100 MB cost page faults
-            ctx["node"] = np.empty((n_tok, L))
         node = ctx["node"]
         chain = np.zeros((-(-n_sent // BLOCK),) + P.shape)
         lengths = data.lengths.astype(np.float64)
@@ -206,8 +204,6 @@ class CRFTagger(ChainTagger):
         # X^T node, dense (a product restricted to the stored pairs, in
         # Cython, measured slower than the dense one and a gather: its
         # scattered writes do not vectorise)
-        if "G" not in ctx:
-            ctx["G"] = np.empty((F, L))
         emission_gradient(c, node, ctx["G"])
         grad[:n_w] = ctx["G"].reshape(-1) if states is None else ctx["G"].reshape(-1)[states]
         grad[n_w:] = chain.sum(axis=0).ravel()
@@ -219,10 +215,13 @@ class CRFTagger(ChainTagger):
         ``all_possible_states`` the emission weights are those of the
         (feature, label) pairs of the training tokens (and, warm, the
         nonzero ones of ``W_warm``): ``states``, sorted flat indices into
-        W (F, L)."""
+        W (F, L).  The buffers of the token coefficients (``node``) and of
+        the emission gradient (``G``) are kept across evaluations: fresh
+        arrays of 10-100 MB each time cost page faults."""
         F = data.n_features
         ctx = {"data": data, "codes": codes, "F": F, "L": L, "chain_data": data.chain_data(),
-               "ranges": self._blocks(len(data)), "states": None, "n_w": F * L}
+               "ranges": self._blocks(len(data)), "states": None, "n_w": F * L,
+               "node": np.empty((codes.shape[0], L)), "G": np.empty((F, L))}
         if not self.all_possible_states:
             n_tok = codes.shape[0]
             labels = sp.csr_matrix((np.ones(n_tok), codes, np.arange(n_tok + 1)),
@@ -261,8 +260,8 @@ class CRFTagger(ChainTagger):
         self : object
         """
         warm = self.warm_start and hasattr(self, "coef_")
-        if warm and (getattr(self, "trigram_coef_", None) is not None) != (self.order == 2):
-            fitted = 2 if getattr(self, "trigram_coef_", None) is not None else 1
+        fitted = 2 if getattr(self, "trigram_coef_", None) is not None else 1
+        if warm and fitted != self.order:
             raise ValueError(f"order: cannot change order from {fitted} to {self.order} when "
                              "continuing training; refit")
         if warm:
