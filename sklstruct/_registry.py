@@ -6,6 +6,7 @@ of estimators from here, so adding a learner means adding one line below.
 from .learners.boosting import SequenceBoostingTagger
 from .learners.crf import CRFTagger
 from .learners.larank import LaRankTagger
+from .learners.m3n import M3NSGDTagger
 from .learners.mira import KBestMIRATagger
 from .learners.passive_aggressive import PassiveAggressiveTagger
 from .learners.perceptron import StructuredPerceptronTagger
@@ -23,6 +24,7 @@ TAGGERS = {
     "larank": LaRankTagger,
     "swvp": SWVPTagger,
     "swvm": SWVMTagger,
+    "m3n": M3NSGDTagger,
     "crf": CRFTagger,
     "boosting": SequenceBoostingTagger,
 }

@@ -85,3 +85,19 @@ def test_conll2000_subset_crf(conll2000_subset):
     assert report.f1 >= 0.90, str(report)
     marginals = model.predict_marginals(vec.transform(X_test[:50]))
     np.testing.assert_allclose(np.concatenate(marginals).sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("params", [dict(), dict(solver="smo", max_iter=4)],
+                         ids=["sgd", "smo"])
+def test_conll2000_subset_m3n(conll2000_subset, params):
+    """M3NSGDTagger with its default SMD steps, and its SMO baseline: an F1
+    floor, and the objective J of eq. 4 falls pass by pass at the start."""
+    from sklstruct import M3NSGDTagger
+
+    X_train, y_train, X_test, y_test = conll2000_subset
+    vec = feature_set("chunking")
+    model = M3NSGDTagger(**{"max_iter": 5, "random_state": 0, **params})
+    model.fit(vec.fit_transform(X_train), y_train)
+    report = chunk_report(y_test, model.predict(vec.transform(X_test)))
+    assert report.f1 >= 0.90, str(report)
+    assert np.all(np.diff(model.objective_curve_[:3]) < 0)

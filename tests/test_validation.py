@@ -106,7 +106,7 @@ def test_continuing_with_other_features_or_labels(fitted):
         with pytest.raises(ValueError, match="not seen"):
             model.fit(X, [["a", "zz"]] + y[1:])
     if "average" in model.get_params():
-        model.set_params(warm_start=True, average=False)
+        model.set_params(warm_start=True, average=not model.average)
         with pytest.raises(ValueError, match="average"):
             model.fit(X, y)
 

@@ -35,6 +35,26 @@ def _kind(labels):
     return {"U": "string", "S": "bytes"}.get(labels.dtype.kind, "number")
 
 
+def new_dual(estimator, data, codes):
+    """The state of a fresh dual optimisation (eq. 5) of ``estimator.C``."""
+    return {"_dual": DualState(data.offsets, codes, float(estimator.C)),
+            "_train_labels": codes, "_train_lengths": data.lengths}
+
+
+def check_same_dual(estimator, data, codes):
+    """Raise unless warm-started dual optimisation can continue on (data, codes)."""
+    st = estimator._dual
+    same = (st.n_examples == len(data)
+            and np.array_equal(estimator._train_labels, codes)
+            and np.array_equal(estimator._train_lengths, data.lengths))
+    if not same:
+        raise ValueError("warm_start continues the dual optimisation of the same "
+                         "training set; X and y differ from the previous fit")
+    if st.C != float(estimator.C):
+        raise ValueError(f"C: cannot change C from {st.C} to {estimator.C} when "
+                         "continuing training (the dual variables sum to C); refit")
+
+
 class ChainTagger(BaseEstimator):
     """The linear-chain tagger: prediction and scoring from learned weights.
 
@@ -156,7 +176,8 @@ class ChainLearner(ChainTagger):
 
     Families define ``_new_state(data, codes)`` (optional), ``_check_warm``
     (optional), ``_epoch(data, codes, order, rng)`` returning a dict of what
-    the pass did, and ``_describe(record)`` for ``verbose``.
+    the pass did, ``_after_epoch(data, codes)`` (optional, untimed) and
+    ``_describe(record)`` for ``verbose``.
     """
 
     _parameter_constraints = {
@@ -172,7 +193,8 @@ class ChainLearner(ChainTagger):
 
     # -- hooks of a learner family ------------------------------------------------
     def _new_state(self, data, codes):
-        """Learner state beyond the weights, for a fresh start (dict of attributes)."""
+        """Learner state beyond the weights, for a fresh start (dict of
+        attributes); ``self._weights`` and ``self.classes_`` are already set."""
         return {}
 
     def _check_warm(self, data, codes):
@@ -183,6 +205,11 @@ class ChainLearner(ChainTagger):
 
     def _describe(self, record):
         raise NotImplementedError
+
+    def _after_epoch(self, data, codes):
+        """What to record after a pass beyond the pass itself, outside its
+        timing (dict; none by default)."""
+        return {}
 
     # -- the loop -------------------------------------------------------------------
     def _prepare(self, X, y, continuing, classes=None):
@@ -219,8 +246,9 @@ class ChainLearner(ChainTagger):
                                        int(self.order))
                 state = {"_weights": weights, "_rng": check_random_state(self.random_state),
                          "classes_": classes, "n_features_in_": data.n_features,
-                         "n_iter_": 0, "history_": [], **self._new_state(data, codes)}
+                         "n_iter_": 0, "history_": []}
                 self.__dict__.update(state)
+                self.__dict__.update(self._new_state(data, codes))
             chain_data = data.chain_data()
             for _ in range(n_epochs):
                 n = len(data)
@@ -231,6 +259,7 @@ class ChainLearner(ChainTagger):
                 self.n_iter_ += 1
                 record = {"epoch": self.n_iter_, **record, "sentences": n,
                           "seconds": time.perf_counter() - tic}
+                record.update(self._after_epoch(chain_data, codes))
                 self.history_.append(record)
                 if self.verbose:
                     print(self._describe(record), flush=True)
@@ -247,9 +276,13 @@ class ChainLearner(ChainTagger):
             raise
         return self
 
+    def _prediction_weights(self):
+        """(W, P) to predict with: the averaged weights (or the raw ones)."""
+        return self._weights.averaged()
+
     def _publish(self):
-        """Expose the (averaged) weights as the public learned attributes."""
-        W, P = self._weights.averaged()
+        """Expose the weights to predict with as the public learned attributes."""
+        W, P = self._prediction_weights()
         if not (np.isfinite(W).all() and np.isfinite(P).all()):
             raise ValueError("training produced non-finite weights; scale the features "
                              "down or lower C")
@@ -329,20 +362,10 @@ class DualLearner(ChainLearner):
         if self.kappa >= self.C:
             raise ValueError(f"kappa={self.kappa} must be smaller than C={self.C}: no dual "
                              "variable could exceed kappa, so SMO would never take a step")
-        return {"_dual": DualState(data.offsets, codes, float(self.C)),
-                "_dual_cost": self.cost, "_train_labels": codes,
-                "_train_lengths": data.lengths}
+        return {**new_dual(self, data, codes), "_dual_cost": self.cost}
 
     def _check_warm(self, data, codes):
-        same = (self._dual.n_examples == len(data)
-                and np.array_equal(self._train_labels, codes)
-                and np.array_equal(self._train_lengths, data.lengths))
-        if not same:
-            raise ValueError("warm_start continues the dual optimisation of the same "
-                             "training set; X and y differ from the previous fit")
-        if self._dual.C != float(self.C):
-            raise ValueError(f"C: cannot change C from {self._dual.C} to {self.C} when "
-                             "continuing training (the dual variables sum to C); refit")
+        check_same_dual(self, data, codes)
         if self._dual_cost != self.cost:
             raise ValueError(f"cost: cannot change cost from {self._dual_cost!r} to "
                              f"{self.cost!r} when continuing training (the working sets "

@@ -1,0 +1,222 @@
+"""M3NSGDTagger: SGD with stochastic meta-descent on the M3N objective, and its SMO
+baseline (Yu & Lam, Accelerated Training of Maximum Margin Markov Models for
+Sequence Labeling, eqs. 4-5, 9-11, 15-18 and Figure 1)."""
+import itertools
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+
+from sklstruct import M3NSGDTagger, PassiveAggressiveTagger
+from sklstruct.chain import joint_feature
+from test_dual import dF, full_dual_optimum, tiny_problem
+from test_perceptron import random_problem, separable_problem
+
+
+def enumerate_constraints(X, y, n_labels):
+    """Every (example, sequence): dF rows, Hamming costs and their example."""
+    rows, costs, owner, paths = [], [], [], []
+    for i, (x, gold) in enumerate(zip(X, y)):
+        for s in itertools.product(range(n_labels), repeat=len(gold)):
+            s = np.array(s)
+            rows.append(dF(x, gold, s, n_labels))
+            costs.append(float(np.sum(s != gold)))
+            owner.append(i)
+            paths.append(s)
+    return np.array(rows), np.array(costs), np.array(owner), paths
+
+
+def primal_objective(w, D, costs, owner, n, C):
+    """J(w) = 1/2 ||w||^2 + C sum_i max_y [H(y) - w . dF_i(y)] by enumeration."""
+    margins = costs - D @ w
+    return 0.5 * w @ w + C * sum(max(0.0, margins[owner == i].max()) for i in range(n))
+
+
+def primal_optimum(X, y, n_labels, C):
+    """min over (w, xi) of 1/2 ||w||^2 + C sum xi  s.t.  dF_i(y) . w >= H(y) - xi_i
+    for every sequence y (eq. 4), solved by scipy's SLSQP."""
+    D, costs, owner, _ = enumerate_constraints(X, y, n_labels)
+    d, n = D.shape[1], len(X)
+
+    def f(z):
+        return 0.5 * z[:d] @ z[:d] + C * z[d:].sum(), np.r_[z[:d], np.full(n, C)]
+
+    cons = {"type": "ineq", "fun": lambda z: D @ z[:d] - costs + z[d:][owner],
+            "jac": lambda z: np.c_[D, np.eye(n)[owner]]}
+    res = minimize(f, np.zeros(d + n), jac=True, constraints=[cons],
+                   bounds=[(None, None)] * d + [(0, None)] * n, method="SLSQP",
+                   options={"ftol": 1e-14, "maxiter": 1000})
+    assert res.success, res.message
+    return res.fun, res.x[:d]
+
+
+def weights_of(model):
+    return np.concatenate([model.coef_.T.ravel(),
+                           np.r_[model.transition_coef_, model.start_coef_[None],
+                                 model.end_coef_[None]].ravel()])
+
+
+# -- the objective -----------------------------------------------------------------------
+
+def test_objective_equals_eq_4_by_enumeration():
+    X, y = tiny_problem(3)
+    model = M3NSGDTagger(C=0.7, max_iter=3, random_state=0).fit(X, y)
+    D, costs, owner, _ = enumerate_constraints(X, y, 2)
+    expected = primal_objective(weights_of(model), D, costs, owner, len(X), 0.7)
+    assert model.objective(X, y) == pytest.approx(expected, rel=1e-12)
+    assert model.objective_curve_[-1] == pytest.approx(expected, rel=1e-12)
+    assert len(model.objective_curve_) == model.n_iter_ == 3
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_both_solvers_approach_the_exact_optimum(seed):
+    """The optimum of eq. 4 by SLSQP on the primal (and the same value from the
+    dual, eq. 5): SMO reaches it; SGD with SMD steps and averaging, and with
+    the "optimal" schedule, come within 2% and get closer with more passes."""
+    X, y = tiny_problem(seed)
+    C = 0.8
+    optimum, w_opt = primal_optimum(X, y, 2, C)
+    assert full_dual_optimum(X, y, 2, C)[0] == pytest.approx(optimum, rel=1e-6)
+    smo = M3NSGDTagger(C=C, solver="smo", tol=1e-10, max_iter=300, random_state=0).fit(X, y)
+    assert smo.objective_curve_[-1] == pytest.approx(optimum, rel=1e-7)
+    np.testing.assert_allclose(weights_of(smo), w_opt, atol=1e-4)
+    assert smo.dual_objective_ == pytest.approx(optimum, rel=1e-7)
+    for params in [dict(average=True), dict(learning_rate="optimal")]:
+        sgd = M3NSGDTagger(C=C, max_iter=300, random_state=0, **params).fit(X, y)
+        curve = sgd.objective_curve_
+        assert curve.min() >= optimum * (1 - 1e-9)
+        assert curve[-1] <= optimum * 1.02, params
+        assert curve[-1] < curve[9]
+
+
+# -- stochastic meta-descent: the held representation against a dense reference --------
+
+def dense_sgd(X, y, n_labels, C, epochs, eta0, mu, smd_lambda, schedule, average):
+    """Figure 1 written densely: for each example in order, the loss-augmented
+    best y* by enumeration, g = lam w - dF(y*) (or lam w if the hinge is 0),
+    eta <- eta max(1/2, 1 - mu g . v), w <- w - eta g,
+    v <- smd_lambda v - eta (g + smd_lambda lam v)."""
+    D, costs, owner, _ = enumerate_constraints(X, y, n_labels)
+    n = len(X)
+    lam = 1.0 / (n * C)
+    w = np.zeros(D.shape[1])
+    v = np.zeros_like(w)
+    eta, total, steps = eta0, np.zeros_like(w), 0
+    for _ in range(epochs):
+        for i in range(n):
+            rows = np.flatnonzero(owner == i)
+            hinge = costs[rows] - D[rows] @ w
+            j = rows[np.argmax(hinge)]
+            g = lam * w - (D[j] if hinge.max() > 0 else 0.0)
+            if schedule == "smd":
+                eta *= max(0.5, 1.0 - mu * g @ v)
+            eta = min(eta, 0.5 / lam)
+            w_new = w - eta * g
+            v = smd_lambda * v - eta * (g + smd_lambda * lam * v)
+            w = w_new
+            total += w
+            steps += 1
+    return total / steps if average else w
+
+
+@pytest.mark.parametrize("schedule, average, mu", [("smd", False, 0.05), ("smd", True, 0.5),
+                                                    ("constant", False, 0.0),
+                                                    ("constant", True, 0.0)])
+def test_sgd_matches_a_dense_implementation_of_figure_1(schedule, average, mu):
+    """The scaled sparse representation (w = a W~, v = b V~ + c w, folds,
+    lazy averaging) gives the weights of the dense algorithm, step for step."""
+    X, y = tiny_problem(5, n=5, max_T=3)
+    params = dict(C=0.5, eta0=0.3, mu=mu, smd_lambda=0.9, learning_rate=schedule,
+                  average=average)
+    model = M3NSGDTagger(max_iter=40, shuffle=False, **params).fit(X, y)
+    expected = dense_sgd(X, y, 2, 0.5, 40, 0.3, mu, 0.9, schedule, average)
+    np.testing.assert_allclose(weights_of(model), expected, rtol=1e-8, atol=1e-10)
+    if schedule == "smd":
+        assert model.eta_ != pytest.approx(0.3)      # the step size did adapt
+
+
+def test_scales_are_folded_without_changing_the_weights():
+    """With lam eta close to 1/2 the scale a halves each step and is folded
+    into the arrays every ~20 steps; averaging restarts its clock there."""
+    X, y = tiny_problem(6, n=3, max_T=3)
+    params = dict(C=0.01, eta0=16.0, learning_rate="constant", smd_lambda=0.5)
+    for average in (False, True):
+        model = M3NSGDTagger(max_iter=30, shuffle=False, average=average, **params).fit(X, y)
+        expected = dense_sgd(X, y, 2, 0.01, 30, 16.0, 0.0, 0.5, "constant", average)
+        np.testing.assert_allclose(weights_of(model), expected, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("mu, eta0", [(0.01, 0.1), (10.0, 5.0), (1e4, 1e3)])
+def test_smd_step_sizes_stay_positive_and_bounded(mu, eta0):
+    X, y = random_problem(n=40, seed=1)
+    C = 0.1
+    model = M3NSGDTagger(C=C, mu=mu, eta0=eta0, max_iter=10, random_state=0).fit(X, y)
+    lam = 1.0 / (len(X) * C)
+    for h in model.history_:
+        assert 0.0 < h["eta_min"] <= h["eta_max"] <= 0.5 / lam
+    assert np.isfinite(model.coef_).all() and np.isfinite(model.objective_curve_).all()
+
+
+# -- SGD against SMO ---------------------------------------------------------------------
+
+def test_sgd_and_smo_reach_the_same_objective_within_one_percent():
+    X, y = random_problem(n=60, n_features=8, seed=4)
+    C = 0.3
+    smo = M3NSGDTagger(C=C, solver="smo", tol=1e-8, max_iter=60, random_state=0).fit(X, y)
+    assert smo.objective_curve_[-1] == pytest.approx(smo.dual_objective_, rel=1e-4)
+    sgd = M3NSGDTagger(C=C, average=True, eta0=0.1, mu=0.01, max_iter=150,
+                       random_state=0).fit(X, y)
+    assert sgd.objective_curve_[-1] == pytest.approx(smo.objective_curve_[-1], rel=0.01)
+
+
+# -- learning ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("params", [dict(), dict(learning_rate="optimal"),
+                                    dict(solver="smo"), dict(order=2)])
+def test_separable_problem_reaches_zero_training_error(params):
+    X, y = separable_problem()
+    model = M3NSGDTagger(C=10.0, max_iter=30, random_state=0, **params).fit(X, y)
+    assert model.score(X, y) == 1.0
+
+
+@pytest.mark.parametrize("solver", ["sgd", "smo"])
+def test_warm_start_continues_exactly(solver):
+    X, y = random_problem(n=30, seed=2)
+    once = M3NSGDTagger(solver=solver, max_iter=5, random_state=0).fit(X, y)
+    twice = M3NSGDTagger(solver=solver, max_iter=2, random_state=0, warm_start=True).fit(X, y)
+    twice = pickle.loads(pickle.dumps(twice))
+    twice.set_params(max_iter=3).fit(X, y)
+    np.testing.assert_allclose(twice.coef_, once.coef_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(twice.objective_curve_, once.objective_curve_, rtol=1e-12)
+    with pytest.raises(ValueError, match="solver"):
+        twice.set_params(solver={"sgd": "smo", "smo": "sgd"}[solver]).fit(X, y)
+
+
+def test_smo_refuses_another_training_set_or_C_when_continuing():
+    X, y = random_problem(n=30, seed=2)
+    model = M3NSGDTagger(solver="smo", max_iter=1, warm_start=True).fit(X, y)
+    with pytest.raises(ValueError, match="same training set"):
+        model.fit(X[:-1], y[:-1])
+    with pytest.raises(ValueError, match="C"):
+        model.set_params(C=2.0).fit(X, y)
+
+
+def test_verbose_reports_objective_step_sizes_and_time(capsys):
+    X, y = random_problem(n=20)
+    M3NSGDTagger(max_iter=2, verbose=1, random_state=0).fit(X, y)
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and all("objective" in line and "eta" in line and " s" in line
+                                 for line in out)
+    M3NSGDTagger(solver="smo", max_iter=1, verbose=1).fit(X, y)
+    assert "SMO steps" in capsys.readouterr().out
+
+
+def test_same_random_state_same_model_and_sgd_close_to_pa():
+    X, y = random_problem(n=80, seed=3)
+    a = M3NSGDTagger(max_iter=5, random_state=7).fit(X, y)
+    b = M3NSGDTagger(max_iter=5, random_state=7).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    pa = PassiveAggressiveTagger(max_iter=5, random_state=7).fit(X, y)
+    assert a.score(X, y) >= pa.score(X, y) - 0.1
