@@ -3,7 +3,8 @@ sequence labeling and constituency parsing, with Cython decoding kernels."""
 
 __version__ = "0.1.0"
 
-from .features import DictSequenceVectorizer, SequenceVectorizer, feature_set  # noqa: E402
+from .features import (DictSequenceVectorizer, SequenceVectorizer,  # noqa: E402
+                       TokenTransformer, feature_set)
 from ._registry import ESTIMATORS  # noqa: E402
 
 globals().update({cls.__name__: cls for cls in ESTIMATORS.values()})
@@ -11,6 +12,7 @@ globals().update({cls.__name__: cls for cls in ESTIMATORS.values()})
 __all__ = sorted(cls.__name__ for cls in ESTIMATORS.values()) + [
     "DictSequenceVectorizer",
     "SequenceVectorizer",
+    "TokenTransformer",
     "feature_set",
     "__version__",
 ]

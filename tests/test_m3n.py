@@ -146,6 +146,13 @@ def test_scales_are_folded_without_changing_the_weights():
         model = M3NSGDTagger(max_iter=30, shuffle=False, average=average, **params).fit(X, y)
         expected = dense_sgd(X, y, 2, 0.01, 30, 16.0, 0.0, 0.5, "constant", average)
         np.testing.assert_allclose(weights_of(model), expected, rtol=1e-8, atol=1e-10)
+        # the support-token model folds its coefficients the same way
+        ker = M3NSGDTagger(max_iter=30, shuffle=False, average=average, kernel="poly",
+                           degree=1, gamma=1.0, coef0=0.0, **params).fit(X, y)
+        W = np.asarray(ker.support_vectors_.T @ ker.dual_coef_)
+        np.testing.assert_allclose(W, model.coef_.T, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(ker.transition_coef_, model.transition_coef_,
+                                   rtol=1e-8, atol=1e-10)
 
 
 @pytest.mark.parametrize("mu, eta0", [(0.01, 0.1), (10.0, 5.0), (1e4, 1e3)])
@@ -220,3 +227,144 @@ def test_same_random_state_same_model_and_sgd_close_to_pa():
     np.testing.assert_array_equal(a.coef_, b.coef_)
     pa = PassiveAggressiveTagger(max_iter=5, random_state=7).fit(X, y)
     assert a.score(X, y) >= pa.score(X, y) - 0.1
+
+
+# -- kernels (eqs. 6-8) on support tokens ------------------------------------------------
+
+def poly2_map(X, gamma, coef0):
+    """The explicit feature map of (gamma <a, b> + coef0)^2 per token:
+    phi(a) = (gamma a (x) a, sqrt(2 gamma coef0) a, coef0)."""
+    out = []
+    for x in X:
+        x = np.asarray(x.todense())
+        outer = gamma * np.einsum("ti,tj->tij", x, x).reshape(len(x), -1)
+        out.append(sp.csr_matrix(np.c_[outer, np.sqrt(2 * gamma * coef0) * x,
+                                       np.full(len(x), coef0)]))
+    return out
+
+
+def kernel_matrix(A, B, kernel, gamma, coef0, degree):
+    Z = np.asarray((A @ B.T).todense()) if sp.issparse(A) else A @ B.T
+    return (gamma * Z + coef0) ** degree if kernel == "poly" else np.tanh(gamma * Z + coef0)
+
+
+@pytest.mark.parametrize("params", [dict(), dict(average=True), dict(learning_rate="optimal"),
+                                    dict(learning_rate="constant", average=True),
+                                    dict(order=2), dict(smd_lambda=0.5)])
+def test_linear_kernel_on_support_tokens_is_the_explicit_linear_model(params):
+    """kernel='poly' with degree 1, gamma 1, coef0 0 is <a, b>: the support-token
+    model takes exactly the steps of the explicit one (SMD included), and
+    sum_j x_j dual_coef_j is its weight matrix."""
+    X, y = random_problem(n=40, seed=5)
+    rng = np.random.default_rng(0)      # real values: no exact ties between scores
+    X = [x.multiply(rng.uniform(0.5, 1.5, x.shape)).tocsr() for x in X]
+    common = dict(max_iter=8, random_state=0, eta0=0.1, mu=0.01, **params)
+    lin = M3NSGDTagger(**common).fit(X, y)
+    ker = M3NSGDTagger(kernel="poly", degree=1, gamma=1.0, coef0=0.0, **common).fit(X, y)
+    np.testing.assert_allclose(ker.objective_curve_, lin.objective_curve_, rtol=1e-9)
+    W = np.asarray(ker.support_vectors_.T @ ker.dual_coef_)
+    np.testing.assert_allclose(W, lin.coef_.T, atol=1e-10)
+    np.testing.assert_allclose(ker.transition_coef_, lin.transition_coef_, atol=1e-10)
+    for a, b in zip(ker.predict(X), lin.predict(X)):
+        np.testing.assert_array_equal(a, b)
+    assert ker.n_support_ == len(ker.support_) == ker.support_vectors_.shape[0] > 0
+    assert not hasattr(ker, "coef_")
+
+
+@pytest.mark.parametrize("params", [dict(), dict(average=True), dict(learning_rate="invscaling")])
+def test_quadratic_kernel_equals_linear_model_on_its_explicit_feature_map(params):
+    """(gamma <a, b> + coef0)^2 = <phi(a), phi(b)>: the kernel model on X and the
+    explicit linear model on phi(X) follow the same objective curve and predict
+    alike (SMD's ||dF||^2, dF . V~ and W~ . V~ through the kernel included)."""
+    X, y = random_problem(n=30, n_features=4, seed=6)
+    common = dict(max_iter=6, random_state=0, eta0=0.01, mu=0.01, **params)
+    ker = M3NSGDTagger(kernel="poly", degree=2, gamma=0.5, coef0=1.5, **common).fit(X, y)
+    Phi = poly2_map(X, 0.5, 1.5)
+    lin = M3NSGDTagger(**common).fit(Phi, y)
+    np.testing.assert_allclose(ker.objective_curve_, lin.objective_curve_, rtol=1e-8)
+    for a, b in zip(ker.predict(X), lin.predict(Phi)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("kernel, gamma, coef0, degree", [("poly", 0.7, 1.0, 3),
+                                                          ("tanh", 0.1, -0.2, 2)])
+def test_kernel_scores_and_objective_against_brute_force(kernel, gamma, coef0, degree):
+    """Emission scores sum_j dual_coef_j k(x_t, x_j), Viterbi over them by
+    enumeration, and J = 1/2 (sum_y b_y' K b_y + ||chain||^2) + C sum hinge."""
+    X, y = tiny_problem(7, n=6, max_T=3)
+    model = M3NSGDTagger(kernel=kernel, gamma=gamma, coef0=coef0, degree=degree, C=0.5,
+                         max_iter=4, random_state=0, eta0=0.05).fit(X, y)
+    S, B = model.support_vectors_, model.dual_coef_
+    P = np.r_[model.transition_coef_, model.start_coef_[None], model.end_coef_[None]]
+    hinge = 0.0
+    for x, gold in zip(X, y):
+        E = kernel_matrix(x, S, kernel, gamma, coef0, degree) @ B
+        paths = [np.array(p) for p in itertools.product(range(2), repeat=len(gold))]
+
+        def score(p):
+            return (E[np.arange(len(p)), p].sum() + P[p[:-1], p[1:]].sum()
+                    + P[2, p[0]] + P[3, p[-1]])
+        best = max(paths, key=score)
+        np.testing.assert_array_equal(model.predict([x])[0], best)
+        hinge += max(max(score(p) + np.sum(p != gold) for p in paths) - score(gold), 0.0)
+    K = kernel_matrix(S, S, kernel, gamma, coef0, degree)
+    expected = 0.5 * (np.sum(B * (K @ B)) + np.sum(P ** 2)) + 0.5 * hinge
+    assert model.objective(X, y) == pytest.approx(expected, rel=1e-10)
+    assert model.objective_curve_[-1] == pytest.approx(expected, rel=1e-10)
+
+
+def test_kernel_model_pickles_warm_starts_and_refuses_what_it_cannot_do():
+    X, y = random_problem(n=30, seed=8)
+    once = M3NSGDTagger(kernel="poly", max_iter=4, random_state=0, eta0=0.01).fit(X, y)
+    twice = M3NSGDTagger(kernel="poly", max_iter=2, random_state=0, eta0=0.01,
+                         warm_start=True).fit(X, y)
+    twice = pickle.loads(pickle.dumps(twice))
+    twice.fit(X, y)
+    np.testing.assert_allclose(twice.objective_curve_, once.objective_curve_, rtol=1e-12)
+    np.testing.assert_allclose(twice.dual_coef_, once.dual_coef_, rtol=1e-12)
+    for a, b in zip(pickle.loads(pickle.dumps(once)).predict(X), once.predict(X)):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="kernel"):
+        twice.set_params(degree=3).fit(X, y)
+    with pytest.raises(ValueError, match="same training set"):
+        twice.set_params(degree=2).fit(X[:-1], y[:-1])
+    with pytest.raises(ValueError, match="linear kernel only"):
+        M3NSGDTagger(kernel="tanh", solver="smo").fit(X, y)
+    # a kernel that overflows: a clear error, the model as it was
+    before = once.dual_coef_.copy()
+    with pytest.raises(ValueError, match="non-finite"):
+        once.set_params(gamma=1e5, degree=10, warm_start=False).fit(
+            [x * 1e30 for x in X], y)
+    np.testing.assert_array_equal(once.dual_coef_, before)
+
+
+def test_nystroem_per_token_in_a_pipeline_is_the_kernel_model_on_training_tokens():
+    """TokenTransformer(Nystroem) with one component per training token is an
+    exact feature map of the kernel on those tokens (K K^+ K = K), so the
+    linear model behind it follows the kernel model's objective curve."""
+    from sklearn.kernel_approximation import Nystroem, PolynomialCountSketch
+    from sklearn.pipeline import make_pipeline
+
+    from sklstruct import TokenTransformer
+
+    X, y = random_problem(n=25, n_features=5, seed=9)
+    rng = np.random.default_rng(1)
+    X = [x.multiply(rng.uniform(0.5, 1.5, x.shape)).tocsr() for x in X]
+    n_tokens = sum(x.shape[0] for x in X)
+    kernel = dict(degree=2, gamma=0.5, coef0=1.0)
+    common = dict(max_iter=5, random_state=0, eta0=0.01, mu=0.01)
+    ker = M3NSGDTagger(kernel="poly", **kernel, **common).fit(X, y)
+    pipe = make_pipeline(
+        TokenTransformer(Nystroem(kernel="poly", n_components=n_tokens, random_state=0,
+                                  **kernel)),
+        M3NSGDTagger(**common)).fit(X, y)
+    np.testing.assert_allclose(pipe[-1].objective_curve_, ker.objective_curve_, rtol=1e-6)
+    for a, b in zip(pipe.predict(X), ker.predict(X)):
+        np.testing.assert_array_equal(a, b)
+    # the sketch is an approximation: it trains and predicts like any pipeline
+    sketch = make_pipeline(TokenTransformer(PolynomialCountSketch(degree=2, n_components=64,
+                                                                  random_state=0)),
+                           M3NSGDTagger(**common)).fit(X, y)
+    assert len(sketch.predict(X)) == len(X)
+    with pytest.raises(TypeError, match="fit and transform"):
+        TokenTransformer("nystroem").fit(X)

@@ -41,15 +41,20 @@ def new_dual(estimator, data, codes):
             "_train_labels": codes, "_train_lengths": data.lengths}
 
 
+def check_same_training_set(estimator, data, codes, what="the dual optimisation"):
+    """Raise unless (data, codes) has the labels and sentence lengths that
+    ``estimator`` was trained on (``_train_labels``, ``_train_lengths``)."""
+    same = (np.array_equal(estimator._train_labels, codes)
+            and np.array_equal(estimator._train_lengths, data.lengths))
+    if not same:
+        raise ValueError(f"warm_start continues {what} of the same training set; X and y "
+                         "differ from the previous fit")
+
+
 def check_same_dual(estimator, data, codes):
     """Raise unless warm-started dual optimisation can continue on (data, codes)."""
     st = estimator._dual
-    same = (st.n_examples == len(data)
-            and np.array_equal(estimator._train_labels, codes)
-            and np.array_equal(estimator._train_lengths, data.lengths))
-    if not same:
-        raise ValueError("warm_start continues the dual optimisation of the same "
-                         "training set; X and y differ from the previous fit")
+    check_same_training_set(estimator, data, codes)
     if st.C != float(estimator.C):
         raise ValueError(f"C: cannot change C from {st.C} to {estimator.C} when "
                          "continuing training (the dual variables sum to C); refit")
@@ -123,11 +128,20 @@ class ChainTagger(BaseEstimator):
         """
         check_is_fitted(self)
         data = as_stacked(X, self.n_features_in_)
+        return data.split(self.classes_[self._decode(data)])
+
+    def _decode(self, data):
+        """The Viterbi label codes of every token of ``data`` (StackedSentences)."""
         c = data.chain_data()
         W, P = self._decoding_weights()
-        codes = decode_corpus(c.indptr, c.indices, c.data, c.offsets, W, P,
-                              chain_order(P, W.shape[1]))
-        return data.split(self.classes_[codes])
+        return decode_corpus(c.indptr, c.indices, c.data, c.offsets, W, P,
+                             chain_order(P, W.shape[1]))
+
+    def _emissions(self, data):
+        """(E, P): the emission scores of every token (n_tokens, n_labels) and
+        the packed chain parameters."""
+        W, P = self._decoding_weights()
+        return np.asarray(data.matrix @ W), P
 
     def predict_kbest(self, X, k=5):
         """The ``k`` best label sequences of each sentence, with their scores.
@@ -148,8 +162,7 @@ class ChainTagger(BaseEstimator):
         check_is_fitted(self)
         k = check_k(k)
         data = as_stacked(X, self.n_features_in_)
-        W, P = self._decoding_weights()
-        E = np.asarray(data.matrix @ W)
+        E, P = self._emissions(data)
         L = P.shape[1]
         check_alloc("the k-best scratch", k,
                     int(data.lengths.max()) * L ** chain_order(P, L) + 1, 16)
@@ -197,6 +210,10 @@ class ChainLearner(ChainTagger):
         attributes); ``self._weights`` and ``self.classes_`` are already set."""
         return {}
 
+    def _weight_features(self, data):
+        """Rows of the explicit emission weights W (a kernel model keeps none)."""
+        return data.n_features
+
     def _check_warm(self, data, codes):
         """Raise if training cannot continue from the current state on this data."""
 
@@ -242,8 +259,8 @@ class ChainLearner(ChainTagger):
         saved = dict(self.__dict__)
         try:
             if not continuing:
-                weights = ChainWeights(data.n_features, len(classes), bool(self.average),
-                                       int(self.order))
+                weights = ChainWeights(self._weight_features(data), len(classes),
+                                       bool(self.average), int(self.order))
                 state = {"_weights": weights, "_rng": check_random_state(self.random_state),
                          "classes_": classes, "n_features_in_": data.n_features,
                          "n_iter_": 0, "history_": []}

@@ -32,6 +32,8 @@ sum_t w_t = A W~ - U, U += A dW~ at each step.
 """
 import numpy as np
 
+from libc.math cimport tanh
+
 from sklstruct._chain cimport (ChainData, ChainWeights, Corpus, Diff, Weights, Workspace,
                                apply_diff, build_diff, diff_margin, diff_sqnorm, same_path)
 from sklstruct._viterbi cimport add_hamming, compute_emission, decode_best, path_score
@@ -83,6 +85,12 @@ cdef void _scale(Weights* w, double f) noexcept nogil:
         w.P[i] *= f
 
 
+cdef void _scale_rows(double* a, Py_ssize_t n, double f) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        a[i] *= f
+
+
 cdef void _fold_clock(Weights* w, double A) noexcept nogil:
     """U -= A W~ (so that A W~ - U keeps its value when the clock restarts at 0)."""
     cdef Py_ssize_t i
@@ -102,6 +110,120 @@ cdef double _hinge(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold, We
     add_hamming(ws.E, T, L, gold, 1.0 / a)
     best = decode_best(ws.E, T, L, w.P, w.order, ws.kb.delta, ws.kb.back, ws.y_hat)
     return a * (best - s_gold)
+
+
+cdef struct Stepper:
+    # the scalars of the held representation (STATE_FIELDS) and the schedule
+    double a, b, c, wsq, wv, eta, t, A, n_avg
+    int sched
+    bint smd, averaging
+    double lam, eta0, mu, smd_lambda, power_t, t0, eta_max
+    double lo, hi        # range of the step sizes used in this pass
+
+
+cdef Stepper _stepper(double[::1] state, str schedule, bint averaging, double lam,
+                      double eta0, double mu, double smd_lambda, double power_t, double t0,
+                      double eta_max) except *:
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r}")
+    cdef Stepper st
+    st.a, st.b, st.c = state[S_A], state[S_B], state[S_C]
+    st.wsq, st.wv, st.eta = state[S_WSQ], state[S_WV], state[S_ETA]
+    st.t, st.A, st.n_avg = state[S_T], state[S_CLOCK], state[S_NAVG]
+    st.sched = SCHEDULES[schedule]
+    st.smd = st.sched == SCHEDULE_SMD
+    st.averaging = averaging
+    st.lam, st.eta0, st.mu, st.smd_lambda = lam, eta0, mu, smd_lambda
+    st.power_t, st.t0, st.eta_max = power_t, t0, eta_max
+    st.lo, st.hi = 1e300, 0.0
+    return st
+
+
+cdef void _store(Stepper* st, double[::1] state) noexcept:
+    state[S_A], state[S_B], state[S_C] = st.a, st.b, st.c
+    state[S_WSQ], state[S_WV], state[S_ETA] = st.wsq, st.wv, st.eta
+    state[S_T], state[S_CLOCK], state[S_NAVG] = st.t, st.A, st.n_avg
+
+
+cdef void _step(Stepper* st, double dW, double dV, double dd, double* alpha,
+                double* beta) noexcept nogil:
+    """One step's scalars, given D . W~ (dW), D . V~ (dV) and ||D||^2 (dd) for
+    the step's D = dF(y*) (all 0 when the hinge is 0): the step size (SMD's
+    eq. 17 or the schedule), then w <- shrink w + eta D and (SMD, eq. 18)
+    v <- smd_lambda shrink v - eta lam w + eta D, as new scalars a, b, c and
+    the multiples of D to add to W~ (alpha) and V~ (beta)."""
+    cdef double shrink, c_new, gv
+    st.t += 1.0
+    if st.smd:
+        # g . v with g = lam w - D and v = b V~ + c w
+        gv = st.lam * (st.a * st.b * st.wv + st.c * st.wsq) - (st.b * dV + st.c * st.a * dW)
+        st.eta *= max(0.5, 1.0 - st.mu * gv)
+    elif st.sched == SCHEDULE_OPTIMAL:
+        st.eta = 1.0 / (st.lam * (st.t0 + st.t))
+    elif st.sched == SCHEDULE_INVSCALING:
+        st.eta = st.eta0 / st.t ** st.power_t
+    else:
+        st.eta = st.eta0
+    if st.eta > st.eta_max:
+        st.eta = st.eta_max
+    st.lo = min(st.lo, st.eta)
+    st.hi = max(st.hi, st.eta)
+    shrink = 1.0 - st.eta * st.lam
+    alpha[0] = st.eta / (st.a * shrink)
+    beta[0] = 0.0
+    if st.smd:
+        st.wsq = (shrink * shrink * st.wsq + 2.0 * st.eta * shrink * st.a * dW
+                  + st.eta * st.eta * dd)
+        c_new = st.smd_lambda * st.c - st.eta * st.lam / shrink
+        st.b = st.smd_lambda * shrink * st.b
+        beta[0] = st.eta * (1.0 - c_new) / st.b
+        st.wv = st.wv + beta[0] * dW + alpha[0] * dV + alpha[0] * beta[0] * dd
+        st.c = c_new
+    st.a = st.a * shrink
+
+
+cdef inline void _tick(Stepper* st) noexcept nogil:
+    """The averaging clock after a step (the updates used the clock before it)."""
+    if st.averaging:
+        st.A += st.a
+        st.n_avg += 1.0
+
+
+cdef struct Coefs:
+    # a kernel model's coefficient arrays (beta NULL: an explicit model)
+    double* beta         # (n) W~
+    double* usum         # (n) its averaging accumulators, or NULL
+    double* bsum         # (L) column sums of beta
+    double* vco          # (n) V~ (SMD), or NULL
+    double* vsum         # (L)
+    Py_ssize_t n, L
+
+
+cdef void _fold(Stepper* st, Weights* w, Weights* v, Coefs* k) noexcept nogil:
+    """Fold a scale that fell below _FOLD into its arrays (w = a W~ with a
+    reset to 1, and the averaging clock restarted at 0 with U -= A W~; the
+    same for v = b V~), keeping every product the state tracks."""
+    cdef Py_ssize_t r
+    if st.a < _FOLD:
+        if st.averaging:
+            _fold_clock(w, st.A)
+            if k.beta != NULL:
+                for r in range(k.n):
+                    k.usum[r] -= st.A * k.beta[r]
+            st.A = 0.0
+        _scale(w, st.a)
+        if k.beta != NULL:
+            _scale_rows(k.beta, k.n, st.a)
+            _scale_rows(k.bsum, k.L, st.a)
+        st.wv *= st.a
+        st.a = 1.0
+    if st.smd and st.b < _FOLD:
+        _scale(v, st.b)
+        if k.beta != NULL:
+            _scale_rows(k.vco, k.n, st.b)
+            _scale_rows(k.vsum, k.L, st.b)
+        st.wv *= st.b
+        st.b = 1.0
 
 
 def sgd_epoch(ChainData data, const int[::1] y, const long long[::1] order,
@@ -132,101 +254,48 @@ def sgd_epoch(ChainData data, const int[::1] y, const long long[::1] order,
     hinge : the sum of the hinge losses met (before each step)
     eta_min, eta_max_seen : the range of the step sizes used
     """
-    if schedule not in SCHEDULES:
-        raise ValueError(f"unknown schedule {schedule!r}")
-    cdef int sched = SCHEDULES[schedule]
-    cdef bint smd = sched == SCHEDULE_SMD
-    cdef Workspace ws = Workspace(data, weights.n_labels, weights.order, 1, 1)
     cdef Weights* w = weights.bind()
-    cdef Weights* v = aux.bind() if smd else NULL
-    cdef bint averaging = w.W_sum != NULL
+    cdef Stepper st = _stepper(state, schedule, w.W_sum != NULL, lam, eta0, mu, smd_lambda,
+                               power_t, t0, eta_max)
+    cdef Workspace ws = Workspace(data, weights.n_labels, weights.order, 1, 1)
+    cdef Weights* v = aux.bind() if st.smd else NULL
     cdef Diff* D = &ws.diffs[0]
     cdef Corpus* X = &data.c
     cdef Py_ssize_t i, s, T, row0, n_sent = order.shape[0]
     cdef long long n_mistakes = 0, n_updates = 0
-    cdef double a = state[S_A], b = state[S_B], c = state[S_C]
-    cdef double wsq = state[S_WSQ], wv = state[S_WV], eta = state[S_ETA]
-    cdef double t = state[S_T], A = state[S_CLOCK], n_avg = state[S_NAVG]
-    cdef double ell, cost, dW, dV, dd, gv, shrink, alpha, beta, c_new, hinge = 0.0
-    cdef double lo = 1e300, hi = 0.0
+    cdef double ell, dW, dV, dd, alpha, beta, hinge = 0.0
     cdef const int* gold
+    cdef Coefs none
+    none.beta = NULL
     with nogil:
         for i in range(n_sent):
             s = order[i]
             row0 = X.offsets[s]
             T = X.offsets[s + 1] - row0
             gold = &y[row0]
-            ell = _hinge(X, row0, T, gold, w, a, ws)
+            ell = _hinge(X, row0, T, gold, w, st.a, ws)
             if not same_path(ws.y_hat, gold, T):
                 n_mistakes += 1
             D.n = 0
-            dW = 0.0
-            dV = 0.0
-            dd = 0.0
+            dW = dV = dd = 0.0
             if ell > 0.0:
                 hinge += ell
                 build_diff(X, row0, T, gold, ws.y_hat, w, D)
                 dW = diff_margin(D, w)
-                if smd:
+                if st.smd:
                     dV = diff_margin(D, v)
                     dd = diff_sqnorm(&ws.table, D)
                 n_updates += 1
-            t += 1.0
-            if smd:
-                # g . v with g = lam w - D, v = b V~ + c w
-                gv = lam * (a * b * wv + c * wsq) - (b * dV + c * a * dW)
-                eta *= max(0.5, 1.0 - mu * gv)
-            elif sched == SCHEDULE_OPTIMAL:
-                eta = 1.0 / (lam * (t0 + t))
-            elif sched == SCHEDULE_INVSCALING:
-                eta = eta0 / t ** power_t
-            else:
-                eta = eta0
-            if eta > eta_max:
-                eta = eta_max
-            lo = min(lo, eta)
-            hi = max(hi, eta)
-            shrink = 1.0 - eta * lam
-            # w <- shrink w + eta D
-            alpha = eta / (a * shrink)
-            if smd:
-                wsq = shrink * shrink * wsq + 2.0 * eta * shrink * a * dW + eta * eta * dd
-                # v <- smd_lambda shrink v - eta lam w + eta D, rewritten on w_{t+1}
-                c_new = smd_lambda * c - eta * lam / shrink
-                b = smd_lambda * shrink * b
-                beta = eta * (1.0 - c_new) / b
-                wv = wv + beta * dW + alpha * dV + alpha * beta * dd
-                c = c_new
-                if D.n:
-                    apply_diff(D, v, beta)
-            a = a * shrink
+            _step(&st, dW, dV, dd, &alpha, &beta)
             if D.n:
-                w.n_seen = A
+                if st.smd:
+                    apply_diff(D, v, beta)
+                w.n_seen = st.A
                 apply_diff(D, w, alpha)
-            if averaging:
-                A += a
-                n_avg += 1.0
-            if a < _FOLD:
-                if averaging:
-                    _fold_clock(w, A)
-                    A = 0.0
-                _scale(w, a)
-                wv *= a
-                a = 1.0
-            if smd and b < _FOLD:
-                _scale(v, b)
-                wv *= b
-                b = 1.0
-    state[S_A] = a
-    state[S_B] = b
-    state[S_C] = c
-    state[S_WSQ] = wsq
-    state[S_WV] = wv
-    state[S_ETA] = eta
-    state[S_T] = t
-    state[S_CLOCK] = A
-    state[S_NAVG] = n_avg
-    return n_mistakes, n_updates, hinge, lo, hi
+            _tick(&st)
+            _fold(&st, w, v, &none)
+    _store(&st, state)
+    return n_mistakes, n_updates, hinge, st.lo, st.hi
 
 
 def hinge_losses(ChainData data, const int[::1] y, ChainWeights weights, double scale=1.0):
@@ -246,3 +315,403 @@ def hinge_losses(ChainData data, const int[::1] y, ChainWeights weights, double 
             T = data.c.offsets[s + 1] - row0
             o[s] = max(_hinge(&data.c, row0, T, &y[row0], w, scale, ws), 0.0)
     return out
+
+
+# ---------------------------------------------------------------------------
+# Kernels (eqs. 6-8) between token feature vectors, with support tokens
+# ---------------------------------------------------------------------------
+#
+# The emission part of w is  s(x_t, y) = sum_{j in S} beta[j, y] k(x_t, x_j)
+# over support tokens j (training tokens that some step got wrong); the
+# chain part stays explicit.  A step on sentence i adds, for each token t
+# that y* gets wrong, alpha to beta[t, y_t] and -alpha to beta[t, y*_t]: the
+# kernel form of w += alpha dF.  The products <x_t, x_j> are gathered through
+# an inverted index of the training matrix (column f lists the rows holding
+# feature f) whose support rows are kept first in each column, so a query
+# touches only support tokens that share a feature with it; every other
+# support token contributes k(0) beta[j, y], summed once per label.
+
+cdef enum:
+    KERNEL_POLY = 0     # (gamma <a, b> + coef0) ** degree
+    KERNEL_TANH = 1     # tanh(gamma <a, b> + coef0)
+
+#: The kernels on support tokens, by name.
+KERNELS = {"poly": KERNEL_POLY, "tanh": KERNEL_TANH}
+
+
+cdef struct Kernel:
+    int kind
+    double gamma
+    double coef0
+    int degree
+    double k0            # k(0): what a support token with no shared feature adds
+
+
+cdef inline double _kval(Kernel* k, double z) noexcept nogil:
+    cdef double u = k.gamma * z + k.coef0, p = 1.0
+    cdef int i
+    if k.kind == KERNEL_TANH:
+        return tanh(u)
+    for i in range(k.degree):
+        p *= u
+    return p
+
+
+cdef struct Index:
+    # the training matrix by column, support rows first in each column
+    const long long* colptr     # (F + 1)
+    long long* slot_entry       # (nnz) CSC slot -> CSR entry of the training matrix
+    long long* pos              # (nnz) CSR entry -> its CSC slot
+    long long* n_sup            # (F) support rows at the head of each column
+    const int* row_of           # (nnz) CSR entry -> row
+    char* is_sup                # (N)
+    const double* train_data    # (nnz) the training matrix's values
+    # query scratch
+    double* acc                 # (N) <x_q, x_j>
+    char* mark                  # (N)
+    int* touched                # (N)
+    Py_ssize_t L
+
+
+cdef void _promote(Index* ix, Corpus* X, Py_ssize_t r) noexcept nogil:
+    """Make training row r a support token: move it to the head of its columns."""
+    cdef long long e, e2, p, q
+    cdef int f
+    if ix.is_sup[r]:
+        return
+    ix.is_sup[r] = 1
+    for e in range(X.indptr[r], X.indptr[r + 1]):
+        f = X.indices[e]
+        p = ix.pos[e]
+        q = ix.colptr[f] + ix.n_sup[f]
+        e2 = ix.slot_entry[q]
+        ix.slot_entry[q] = e
+        ix.slot_entry[p] = e2
+        ix.pos[e] = q
+        ix.pos[e2] = p
+        ix.n_sup[f] += 1
+
+
+cdef void _kernel_rows(Index* ix, Kernel* k, Corpus* Q, Py_ssize_t row0, Py_ssize_t T,
+                       const double* beta, const double* bsum, double* E,
+                       const double* beta2, const double* bsum2, double* E2) noexcept nogil:
+    """E[t, y] = sum_j beta[j, y] k(x_{row0 + t}, x_j) over the support tokens j
+    for the T rows of Q from row0 (and E2 from beta2 when beta2 is not NULL)."""
+    cdef Py_ssize_t t, y, i, n, L = ix.L
+    cdef long long e, slot, e2, stop
+    cdef int r
+    cdef double x, kv
+    for t in range(T):
+        for y in range(L):
+            E[t * L + y] = k.k0 * bsum[y]
+            if beta2 != NULL:
+                E2[t * L + y] = k.k0 * bsum2[y]
+        n = 0
+        for e in range(Q.indptr[row0 + t], Q.indptr[row0 + t + 1]):
+            x = Q.data[e]
+            slot = ix.colptr[Q.indices[e]]
+            stop = slot + ix.n_sup[Q.indices[e]]
+            while slot < stop:
+                e2 = ix.slot_entry[slot]
+                r = ix.row_of[e2]
+                if not ix.mark[r]:
+                    ix.mark[r] = 1
+                    ix.touched[n] = r
+                    n += 1
+                ix.acc[r] += x * ix.train_data[e2]
+                slot += 1
+        for i in range(n):
+            r = ix.touched[i]
+            kv = _kval(k, ix.acc[r]) - k.k0
+            for y in range(L):
+                E[t * L + y] += kv * beta[r * L + y]
+            if beta2 != NULL:
+                for y in range(L):
+                    E2[t * L + y] += kv * beta2[r * L + y]
+            ix.acc[r] = 0.0
+            ix.mark[r] = 0
+
+
+cdef double _row_dot(Corpus* X, Py_ssize_t r, const double* buf) noexcept nogil:
+    cdef long long e
+    cdef double s = 0.0
+    for e in range(X.indptr[r], X.indptr[r + 1]):
+        s += X.data[e] * buf[X.indices[e]]
+    return s
+
+
+cdef void _scatter(Corpus* X, Py_ssize_t r, double* buf, double sign) noexcept nogil:
+    cdef long long e
+    for e in range(X.indptr[r], X.indptr[r + 1]):
+        buf[X.indices[e]] += sign * X.data[e]
+
+
+cdef double _emission_sqnorm(Corpus* X, Kernel* k, Py_ssize_t row0, Py_ssize_t T,
+                             const int* gold, const int* path, double* buf) noexcept nogil:
+    """||sum_t k(x_t, .) (e_{gold_t} - e_{path_t})||^2 over the tokens that differ."""
+    cdef Py_ssize_t t, u
+    cdef double s = 0.0, c
+    for t in range(T):
+        if gold[t] == path[t]:
+            continue
+        _scatter(X, row0 + t, buf, 1.0)
+        for u in range(T):
+            if gold[u] == path[u]:
+                continue
+            c = ((gold[t] == gold[u]) - (gold[t] == path[u]) - (path[t] == gold[u])
+                 + (path[t] == path[u]))
+            if c != 0.0:
+                s += c * _kval(k, _row_dot(X, row0 + u, buf))
+        _scatter(X, row0 + t, buf, -1.0)
+    return s
+
+
+cdef inline long long* _ptr64(long long[::1] a) noexcept:
+    return &a[0] if a.shape[0] else NULL
+
+
+cdef class KernelState:
+    """Support tokens, their coefficients and the inverted index of one
+    training set (see the comment above); plain arrays, so it pickles.
+
+    Parameters
+    ----------
+    matrix : CSR matrix, the stacked training corpus
+    n_labels : int
+    average, smd : bool
+        Keep the averaging accumulators U / SMD's auxiliary coefficients V~.
+
+    Attributes
+    ----------
+    beta : ndarray (n_rows, n_labels), the coefficients of W~ (zero off the support)
+    beta_sum : ndarray or None, their averaging accumulators
+    vco : ndarray or None, the coefficients of V~ (SMD)
+    bsum, vsum : ndarray (n_labels,), column sums of beta and vco
+    is_sup : int8 ndarray (n_rows,), 1 for the support tokens
+    """
+    cdef public object colptr, slot_entry, pos, n_sup, row_of, is_sup
+    cdef public object beta, beta_sum, vco, bsum, vsum
+    cdef object acc, mark, touched, buf
+    cdef Index ix
+
+    def __init__(self, matrix=None, Py_ssize_t n_labels=0, bint average=False,
+                 bint smd=False, state=None):
+        if state is not None:
+            for name, value in state.items():
+                setattr(self, name, value)
+        else:
+            N, F = matrix.shape
+            rows = np.repeat(np.arange(N, dtype=np.int32), np.diff(matrix.indptr))
+            order = np.lexsort((rows, matrix.indices))       # CSR entries by (column, row)
+            self.row_of = rows
+            self.slot_entry = order.astype(np.int64)
+            self.pos = np.empty_like(self.slot_entry)
+            self.pos[order] = np.arange(order.shape[0], dtype=np.int64)
+            self.colptr = np.concatenate(
+                [[0], np.cumsum(np.bincount(matrix.indices, minlength=F))]).astype(np.int64)
+            self.n_sup = np.zeros(F, dtype=np.int64)
+            self.is_sup = np.zeros(N, dtype=np.int8)
+            self.beta = np.zeros((N, n_labels))
+            self.beta_sum = np.zeros((N, n_labels)) if average else None
+            self.vco = np.zeros((N, n_labels)) if smd else None
+            self.bsum = np.zeros(n_labels)
+            self.vsum = np.zeros(n_labels)
+        self.acc = np.zeros(self.is_sup.shape[0])
+        self.mark = np.zeros(self.is_sup.shape[0], dtype=np.int8)
+        self.touched = np.zeros(self.is_sup.shape[0], dtype=np.int32)
+        self.buf = np.zeros(self.n_sup.shape[0])
+
+    def __reduce__(self):
+        return (KernelState, (None, 0, False, False, {
+            name: getattr(self, name) for name in
+            ("colptr", "slot_entry", "pos", "n_sup", "row_of", "is_sup", "beta", "beta_sum",
+             "vco", "bsum", "vsum")}))
+
+    @property
+    def n_support(self):
+        return int(np.count_nonzero(self.is_sup))
+
+    cdef Index* bind(self, ChainData data) except NULL:
+        cdef const long long[::1] colptr = self.colptr
+        cdef long long[::1] slot_entry = self.slot_entry, pos = self.pos, n_sup = self.n_sup
+        cdef const int[::1] row_of = self.row_of
+        cdef signed char[::1] is_sup = self.is_sup
+        cdef const double[::1] train_data = data.data
+        cdef double[::1] acc = self.acc
+        cdef signed char[::1] mark = self.mark
+        cdef int[::1] touched = self.touched
+        if (is_sup.shape[0] != data.c.offsets[data.c.n_sentences]
+                or slot_entry.shape[0] != train_data.shape[0]):
+            raise ValueError("the kernel state belongs to another training set")
+        self.ix.colptr = &colptr[0]
+        self.ix.slot_entry = _ptr64(slot_entry)
+        self.ix.pos = _ptr64(pos)
+        self.ix.n_sup = _ptr64(n_sup)
+        self.ix.row_of = &row_of[0] if row_of.shape[0] else NULL
+        self.ix.is_sup = <char*>&is_sup[0] if is_sup.shape[0] else NULL
+        self.ix.train_data = &train_data[0] if train_data.shape[0] else NULL
+        self.ix.acc = &acc[0] if acc.shape[0] else NULL
+        self.ix.mark = <char*>&mark[0] if mark.shape[0] else NULL
+        self.ix.touched = &touched[0] if touched.shape[0] else NULL
+        self.ix.L = self.beta.shape[1]
+        return &self.ix
+
+
+cdef Kernel _kernel(str kernel, double gamma, double coef0, int degree) except *:
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r}")
+    cdef Kernel k
+    k.kind = KERNELS[kernel]
+    k.gamma = gamma
+    k.coef0 = coef0
+    k.degree = degree
+    k.k0 = 0.0
+    k.k0 = _kval(&k, 0.0)
+    return k
+
+
+cdef inline double* _rows(object a) except? NULL:
+    """The data of a C-contiguous float64 2-D array, or NULL for None."""
+    cdef double[:, ::1] m
+    if a is None:
+        return NULL
+    m = a
+    return &m[0, 0] if m.shape[0] and m.shape[1] else NULL
+
+
+cdef inline double* _vec(object a) except? NULL:
+    cdef double[::1] m
+    if a is None:
+        return NULL
+    m = a
+    return &m[0] if m.shape[0] else NULL
+
+
+def kernel_sgd_epoch(ChainData data, const int[::1] y, const long long[::1] order,
+                     KernelState ks, ChainWeights weights, ChainWeights aux, ChainData chain,
+                     double[::1] state, str schedule, double lam, double eta0, double mu,
+                     double smd_lambda, double power_t, double t0, double eta_max,
+                     str kernel, double gamma, double coef0, int degree):
+    """:func:`sgd_epoch` with a kernel on the emissions: W~ is ``ks.beta`` over
+    support tokens, ``weights`` and ``aux`` hold only the chain parts (their
+    emission block is unused), and ``chain`` is ``data`` with its features
+    removed (the same offsets), so that its joint-feature differences are the
+    chain part of dF alone.  Returns what :func:`sgd_epoch` returns."""
+    cdef Weights* w = weights.bind()
+    cdef Stepper st = _stepper(state, schedule, w.W_sum != NULL, lam, eta0, mu, smd_lambda,
+                               power_t, t0, eta_max)
+    cdef Kernel k = _kernel(kernel, gamma, coef0, degree)
+    cdef Index* ix = ks.bind(data)
+    cdef Py_ssize_t L = weights.n_labels, N = ks.is_sup.shape[0]
+    cdef Workspace ws = Workspace(data, L, weights.order, 1, 1)
+    cdef Weights* v = aux.bind() if st.smd else NULL
+    cdef double* beta_ = _rows(ks.beta)
+    cdef double* usum = _rows(ks.beta_sum) if st.averaging else NULL
+    cdef double* vco = _rows(ks.vco) if st.smd else NULL
+    cdef double* bsum = _vec(ks.bsum)
+    cdef double* vsum = _vec(ks.vsum)
+    cdef double* buf = _vec(ks.buf)
+    EV_arr = np.zeros(max(data.max_T, 1) * L)
+    cdef double* EV = _vec(EV_arr)
+    cdef Diff* D = &ws.diffs[0]
+    cdef Corpus* X = &data.c
+    cdef Corpus* Z = &chain.c
+    cdef Py_ssize_t i, s, t, T, row0, r, n_sent = order.shape[0]
+    cdef long long n_mistakes = 0, n_updates = 0
+    cdef double ell, best, s_gold, ham, dW, dV, dd, alpha, bstep, hinge = 0.0
+    cdef int yt, yh
+    cdef const int* gold
+    if ks.vco is None and st.smd:
+        raise ValueError("the kernel state keeps no SMD coefficients")
+    cdef Coefs coefs
+    coefs.beta, coefs.usum, coefs.bsum = beta_, usum, bsum
+    coefs.vco, coefs.vsum, coefs.n, coefs.L = vco, vsum, N * L, L
+    with nogil:
+        for i in range(n_sent):
+            s = order[i]
+            row0 = X.offsets[s]
+            T = X.offsets[s + 1] - row0
+            gold = &y[row0]
+            _kernel_rows(ix, &k, X, row0, T, beta_, bsum, ws.E, vco, vsum, EV)
+            s_gold = path_score(ws.E, T, L, w.P, w.order, gold)
+            add_hamming(ws.E, T, L, gold, 1.0 / st.a)
+            best = decode_best(ws.E, T, L, w.P, w.order, ws.kb.delta, ws.kb.back, ws.y_hat)
+            ell = st.a * (best - s_gold)
+            ham = 0.0
+            for t in range(T):
+                ham += gold[t] != ws.y_hat[t]
+            if ham > 0.0:
+                n_mistakes += 1
+            D.n = 0
+            dW = dV = dd = 0.0
+            if ell > 0.0:
+                hinge += ell
+                # the chain part of dF; D . W~ = s~(gold) - s~(y*)
+                build_diff(Z, row0, T, gold, ws.y_hat, w, D)
+                dW = s_gold - (best - ham / st.a)
+                if st.smd:
+                    dV = diff_margin(D, v)
+                    for t in range(T):
+                        if gold[t] != ws.y_hat[t]:
+                            dV += EV[t * L + gold[t]] - EV[t * L + ws.y_hat[t]]
+                    dd = (diff_sqnorm(&ws.table, D)
+                          + _emission_sqnorm(X, &k, row0, T, gold, ws.y_hat, buf))
+                n_updates += 1
+            _step(&st, dW, dV, dd, &alpha, &bstep)
+            if ell > 0.0:
+                for t in range(T):
+                    yt = gold[t]
+                    yh = ws.y_hat[t]
+                    if yt == yh:
+                        continue
+                    r = row0 + t
+                    _promote(ix, X, r)
+                    beta_[r * L + yt] += alpha
+                    beta_[r * L + yh] -= alpha
+                    bsum[yt] += alpha
+                    bsum[yh] -= alpha
+                    if usum != NULL:
+                        usum[r * L + yt] += st.A * alpha
+                        usum[r * L + yh] -= st.A * alpha
+                    if vco != NULL:
+                        vco[r * L + yt] += bstep
+                        vco[r * L + yh] -= bstep
+                        vsum[yt] += bstep
+                        vsum[yh] -= bstep
+                if st.smd:
+                    apply_diff(D, v, bstep)
+                w.n_seen = st.A
+                apply_diff(D, w, alpha)
+            _tick(&st)
+            _fold(&st, w, v, &coefs)
+    _store(&st, state)
+    return n_mistakes, n_updates, hinge, st.lo, st.hi
+
+
+def kernel_emissions(ChainData train, KernelState ks, coef, ChainData query, str kernel,
+                     double gamma, double coef0, int degree, coef2=None):
+    """E[q, y] = sum_j coef[j, y] k(x_q, x_j) over the support tokens j of ``ks``
+    for every row q of ``query`` (and E2 from ``coef2``): float64 (n_rows, L)."""
+    cdef Kernel k = _kernel(kernel, gamma, coef0, degree)
+    cdef Index* ix = ks.bind(train)
+    cdef Py_ssize_t L = ks.beta.shape[1], n = query.c.offsets[query.c.n_sentences]
+    coef = np.ascontiguousarray(coef, dtype=np.float64)
+    csum = coef.sum(axis=0)
+    E = np.zeros((n, L))
+    cdef double* E2p = NULL
+    cdef double* c2 = NULL
+    cdef double* c2sum = NULL
+    if coef2 is not None:
+        coef2 = np.ascontiguousarray(coef2, dtype=np.float64)
+        c2sum_arr = coef2.sum(axis=0)
+        E2 = np.zeros((n, L))
+        E2p = _rows(E2)
+        c2 = _rows(coef2)
+        c2sum = _vec(c2sum_arr)
+    cdef double* Ep = _rows(E)
+    cdef double* cp = _rows(coef)
+    cdef double* cs = _vec(csum)
+    if n:
+        with nogil:
+            _kernel_rows(ix, &k, &query.c, 0, n, cp, cs, Ep, c2, c2sum, E2p)
+    return (E, E2) if coef2 is not None else E

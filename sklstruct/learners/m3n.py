@@ -6,15 +6,18 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._chain import COSTS, ChainWeights
+from .._chain import COSTS, ChainData, ChainWeights
+from .._viterbi import chain_order, decode_corpus
 from .._validation import MAX_C
-from ..chain import as_stacked
-from ._base import ChainLearner, check_same_dual, new_dual
+from ..chain import as_stacked, pack_chain, unpack_chain
+from ._base import ChainLearner, check_same_dual, check_same_training_set, new_dual
 from ._dual import dual_epoch
-from ._m3n import SCHEDULES, STATE_FIELDS, hinge_losses, new_state, sgd_epoch
+from ._m3n import (KERNELS, SCHEDULES, STATE_FIELDS, KernelState, hinge_losses,
+                   kernel_emissions, kernel_sgd_epoch, new_state, sgd_epoch)
 
 
 class M3NSGDTagger(ChainLearner):
@@ -139,15 +142,19 @@ class M3NSGDTagger(ChainLearner):
         "mu": [Interval(Real, 0, 1e6, closed="left")],
         "smd_lambda": [Interval(Real, 0, 1, closed="both")],
         "power_t": [Interval(Real, 0, 10, closed="both")],
+        "kernel": [StrOptions({"linear", *KERNELS})],
+        "degree": [Interval(Integral, 1, 10, closed="both")],
+        "gamma": [Interval(Real, 0, 1e6, closed="neither")],
+        "coef0": [Interval(Real, -1e6, 1e6, closed="both")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_smo_iter": [Interval(Integral, 1, None, closed="left")],
     }
     _parameter_constraints.pop("k")
 
     def __init__(self, C=1.0, solver="sgd", learning_rate="smd", eta0=0.03, mu=1e-4,
-                 smd_lambda=0.99, power_t=0.5, max_iter=20, tol=1e-3, max_smo_iter=1000,
-                 average=False, shuffle=True, random_state=None, verbose=0,
-                 warm_start=False, order=1):
+                 smd_lambda=0.99, power_t=0.5, kernel="linear", degree=2, gamma=1.0,
+                 coef0=1.0, max_iter=20, tol=1e-3, max_smo_iter=1000, average=False,
+                 shuffle=True, random_state=None, verbose=0, warm_start=False, order=1):
         self.C = C
         self.solver = solver
         self.learning_rate = learning_rate
@@ -155,6 +162,10 @@ class M3NSGDTagger(ChainLearner):
         self.mu = mu
         self.smd_lambda = smd_lambda
         self.power_t = power_t
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
         self.max_iter = max_iter
         self.tol = tol
         self.max_smo_iter = max_smo_iter
@@ -166,22 +177,45 @@ class M3NSGDTagger(ChainLearner):
         self.order = order
 
     # -- state ---------------------------------------------------------------------
+    def _kernel_params(self):
+        return (self.kernel, float(self.gamma), float(self.coef0), int(self.degree))
+
+    def _weight_features(self, data):
+        return 1 if self.kernel != "linear" else data.n_features
+
     def _new_state(self, data, codes):
-        state = {"_solver": self.solver, "objective_curve_": np.zeros(0)}
+        if self.solver == "smo" and self.kernel != "linear":
+            raise ValueError(f"kernel={self.kernel!r}: solver='smo' is implemented for the "
+                             "linear kernel only; use solver='sgd'")
+        state = {"_solver": self.solver, "_kernel": self._kernel_params(),
+                 "objective_curve_": np.zeros(0)}
         if self.solver == "smo":
             state.update(new_dual(self, data, codes))
-        else:
-            W = self._weights
-            state.update(_sgd=new_state(float(self.eta0)),
-                         _aux=ChainWeights(W.n_features, W.n_labels, False, W.order))
+            return state
+        W = self._weights
+        smd = self.learning_rate == "smd"
+        state.update(_sgd=new_state(float(self.eta0)),
+                     _aux=ChainWeights(W.n_features, W.n_labels, False, W.order))
+        if self.kernel != "linear":
+            state.update(_support=KernelState(data.matrix, W.n_labels, bool(self.average),
+                                              smd),
+                         _train_labels=codes, _train_lengths=data.lengths, _smd=smd)
         return state
 
     def _check_warm(self, data, codes):
         if self._solver != self.solver:
             raise ValueError(f"solver: cannot change solver from {self._solver!r} to "
                              f"{self.solver!r} when continuing training; refit")
+        if self._kernel != self._kernel_params():
+            raise ValueError(f"kernel: cannot change the kernel from {self._kernel} to "
+                             f"{self._kernel_params()} when continuing training; refit")
         if self.solver == "smo":
             check_same_dual(self, data, codes)
+        elif self.kernel != "linear":
+            check_same_training_set(self, data, codes, "a kernel model's training")
+            if self._smd != (self.learning_rate == "smd"):
+                raise ValueError("learning_rate: cannot switch a kernel model to or from "
+                                 "'smd' when continuing training; refit")
 
     # -- one pass ------------------------------------------------------------------
     def _epoch(self, data, codes, order, rng):
@@ -190,75 +224,199 @@ class M3NSGDTagger(ChainLearner):
                 self._dual, data, order, self._weights, 1, cost=COSTS["hamming"],
                 tol=float(self.tol), kappa=0.0, max_smo_steps=int(self.max_smo_iter))
             self.dual_objective_ = self._dual.objective
-            record = {"mistakes": mistakes, "smo_steps": steps,
-                      "dual_objective": self._dual.objective}
-        else:
-            record = self._sgd_epoch(data, codes, order)
-        return record
-
-    def _sgd_epoch(self, data, codes, order):
+            return {"mistakes": mistakes, "smo_steps": steps,
+                    "dual_objective": self._dual.objective}
         n, C = data.n_sentences, float(self.C)
         lam = 1.0 / (n * C)
         s = self._sgd
-        W, P = self._weights.W, self._weights.P
         # exact ||w||^2 and W~ . V~ at the start of each pass (no drift)
-        s[STATE_FIELDS.index("wsq")] = s[0] ** 2 * (np.vdot(W, W) + np.vdot(P, P))
-        s[STATE_FIELDS.index("wv")] = (np.vdot(W, self._aux.W) + np.vdot(P, self._aux.P))
+        s[_WSQ], s[_WV] = self._held_products(data)
         typw = math.sqrt(1.0 / math.sqrt(lam))
-        mistakes, updates, hinge, lo, hi = sgd_epoch(
-            data, codes, order, self._weights, self._aux, s, self.learning_rate, lam,
-            float(self.eta0), float(self.mu), float(self.smd_lambda), float(self.power_t),
-            1.0 / (typw * lam), 0.5 / lam)
-        self.eta_ = float(s[STATE_FIELDS.index("eta")])
-        return {"mistakes": mistakes, "updates": updates, "mean_hinge": hinge / n,
-                "eta_min": lo, "eta_max": hi}
+        steps = (s, self.learning_rate, lam, float(self.eta0), float(self.mu),
+                 float(self.smd_lambda), float(self.power_t), 1.0 / (typw * lam), 0.5 / lam)
+        if self.kernel == "linear":
+            result = sgd_epoch(data, codes, order, self._weights, self._aux, *steps)
+        else:
+            result = kernel_sgd_epoch(data, codes, order, self._support, self._weights,
+                                      self._aux, _featureless(data), *steps,
+                                      *self._kernel_params())
+        mistakes, updates, hinge, lo, hi = result
+        self.eta_ = float(s[_ETA])
+        record = {"mistakes": mistakes, "updates": updates, "mean_hinge": hinge / n,
+                  "eta_min": lo, "eta_max": hi}
+        if self.kernel != "linear":
+            rows = np.flatnonzero(self._support.is_sup)
+            self._support_vectors = _csr(data)[rows]
+            record["n_support"] = len(rows)
+        return record
+
+    def _held_products(self, data):
+        """(||w||^2, W~ . V~) of the held representation, computed afresh."""
+        a = self._sgd[0]
+        W, P, V = self._weights.W, self._weights.P, self._aux
+        if self.kernel == "linear":
+            return a * a * (np.vdot(W, W) + np.vdot(P, P)), np.vdot(W, V.W) + np.vdot(P, V.P)
+        ks = self._support
+        rows = np.flatnonzero(ks.is_sup)
+        sq, wv = np.vdot(P, P), np.vdot(P, V.P)
+        if len(rows):
+            query = _rows_of(data, rows)
+            if self._smd:
+                E, EV = kernel_emissions(data, ks, ks.beta, query, *self._kernel_params(),
+                                         coef2=ks.vco)
+                wv += np.vdot(ks.beta[rows], EV)
+            else:
+                E = kernel_emissions(data, ks, ks.beta, query, *self._kernel_params())
+            sq += np.vdot(ks.beta[rows], E)
+        return a * a * sq, wv
 
     def _after_epoch(self, data, codes):
         tic = time.perf_counter()
-        model, scale = self._model()
-        objective = self._objective(data, codes, model, scale)
+        objective = self._objective(data, codes)
+        if not np.isfinite(objective):
+            raise ValueError("training produced non-finite weights or scores (objective "
+                             f"{objective}); scale the features down, lower gamma or degree, "
+                             "or lower eta0")
         self.objective_curve_ = np.append(self.objective_curve_, objective)
         return {"objective": objective, "objective_seconds": time.perf_counter() - tic}
 
     def _describe(self, r):
         steps = (f"SMO steps {r['smo_steps']}" if "smo_steps" in r else
                  f"eta {r['eta_min']:.3g}..{r['eta_max']:.3g}, updates {r['updates']}")
-        return (f"-- Epoch {r['epoch']}: objective {r['objective']:.6g}, {steps}, "
+        support = f", support tokens {r['n_support']}" if "n_support" in r else ""
+        return (f"-- Epoch {r['epoch']}: objective {r['objective']:.6g}, {steps}{support}, "
                 f"mistakes {r['mistakes']}/{r['sentences']}, {r['seconds']:.3f} s "
                 f"(+{r['objective_seconds']:.3f} s for the objective)")
 
     # -- the weights ---------------------------------------------------------------
     def _model(self):
-        """(ChainWeights, scale): the weights to predict with, w = scale * weights."""
+        """(W or support coefficients, P): the weights to predict with.  W is
+        (n_features, L) for the linear kernel; with another kernel it is the
+        (n_training_tokens, L) coefficients of the support tokens."""
         if self._solver == "smo":
-            if not self._weights.average:
-                return self._weights, 1.0
-            W, P = self._weights.averaged()
-        else:
-            s = dict(zip(STATE_FIELDS, self._sgd))
-            if not (self._weights.average and s["n_avg"] > 0):
-                return self._weights, s["a"]
-            W = (s["A"] * self._weights.W - self._weights.W_sum) / s["n_avg"]
-            P = (s["A"] * self._weights.P - self._weights.P_sum) / s["n_avg"]
-        model = ChainWeights(W.shape[0], W.shape[1], False, self._weights.order)
-        model.W[...] = W
-        model.P[...] = P
-        return model, 1.0
+            return self._weights.averaged()
+        s = dict(zip(STATE_FIELDS, self._sgd))
+        kernel = self.kernel != "linear"
+        W = self._support.beta if kernel else self._weights.W
+        P = self._weights.P
+        if self._weights.average and s["n_avg"] > 0:
+            U = self._support.beta_sum if kernel else self._weights.W_sum
+            return ((s["A"] * W - U) / s["n_avg"],
+                    (s["A"] * P - self._weights.P_sum) / s["n_avg"])
+        return s["a"] * W, s["a"] * P
 
     def objective(self, X, y):
         """J(w) of eq. 4 on (X, y) for the weights predicted with:
-        ``1/2 ||w||^2 + C sum_i l_i(w)``."""
+        ``1/2 ||w||^2 + C sum_i l_i(w)`` (for a kernel model, on its training set
+        only)."""
         check_is_fitted(self)
         data = as_stacked(X, self.n_features_in_)
         codes = self._encode(y, data, self.classes_)
-        model, scale = self._model()
-        return self._objective(data.chain_data(), codes, model, scale)
+        if self._kernel[0] != "linear":
+            check_same_training_set(self, data, codes, "the objective of a kernel model")
+        return self._objective(data.chain_data(), codes)
 
-    def _objective(self, chain_data, codes, model, scale):
-        sq = scale ** 2 * (np.vdot(model.W, model.W) + np.vdot(model.P, model.P))
-        return 0.5 * sq + float(self.C) * float(hinge_losses(chain_data, codes, model,
-                                                             scale).sum())
+    def _objective(self, data, codes):
+        W, P = self._model()
+        if self._kernel[0] == "linear":
+            E = None
+            sq = np.vdot(W, W)
+        else:
+            E = kernel_emissions(data, self._support, W, data, *self._kernel_params())
+            sq = np.vdot(W, E)
+        return 0.5 * (sq + np.vdot(P, P)) + float(self.C) * float(
+            _hinge_losses(data, codes, W, P, E, self._weights.order).sum())
 
     def _prediction_weights(self):
-        model, scale = self._model()
-        return scale * model.W, scale * model.P
+        return self._model()
+
+    def _publish(self):
+        if self._kernel[0] == "linear":
+            return super()._publish()
+        beta, P = self._model()
+        rows = np.flatnonzero(self._support.is_sup)
+        if not (np.isfinite(beta).all() and np.isfinite(P).all()):
+            raise ValueError("training produced non-finite weights; scale the features "
+                             "down, lower gamma or eta0")
+        self.support_ = rows
+        self.support_vectors_ = self._support_vectors
+        self.dual_coef_ = beta[rows]
+        self.n_support_ = len(rows)
+        (self.transition_coef_, self.start_coef_, self.end_coef_,
+         self.trigram_coef_) = unpack_chain(P)
+        self._index = None
+
+    # -- prediction with support tokens --------------------------------------------
+    def _support_index(self):
+        """(ChainData of the support vectors, KernelState with all of them in
+        the index), built once per fitted model."""
+        if getattr(self, "_index", None) is None:
+            sv = self.support_vectors_
+            data = ChainData(sv.indptr, sv.indices, sv.data, [0, sv.shape[0]], sv.shape[1])
+            ks = KernelState(sv, len(self.classes_), False, False)
+            ks.n_sup[:] = np.diff(ks.colptr)
+            ks.is_sup[:] = 1
+            self._index = (data, ks)
+        return self._index
+
+    def _emissions(self, data):
+        if self._kernel[0] == "linear":
+            return super()._emissions(data)
+        P = pack_chain(self.transition_coef_, self.start_coef_, self.end_coef_,
+                       self.trigram_coef_)
+        if self.n_support_ == 0:
+            return np.zeros((data.matrix.shape[0], len(self.classes_))), P
+        sv_data, ks = self._support_index()
+        return kernel_emissions(sv_data, ks, self.dual_coef_, data.chain_data(),
+                                *self._kernel_params()), P
+
+    def _decode(self, data):
+        if self._kernel[0] == "linear":
+            return super()._decode(data)
+        E, P = self._emissions(data)
+        return decode_corpus(*_identity(E.shape[0]), data.offsets, E, P,
+                             chain_order(P, E.shape[1]))
+
+
+_WSQ, _WV, _ETA = (STATE_FIELDS.index(f) for f in ("wsq", "wv", "eta"))
+
+
+def _identity(n):
+    """(indptr, indices, data) of the n x n identity: decoding it with W = E
+    decodes the emission scores E themselves."""
+    return (np.arange(n + 1, dtype=np.int64), np.arange(n, dtype=np.int32), np.ones(n))
+
+
+def _featureless(data):
+    """``data`` with every feature removed (same sentences): its differences
+    dF are the chain part alone."""
+    n = data.offsets[-1]
+    return ChainData(np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int32),
+                     np.zeros(0), data.offsets, 1)
+
+
+def _csr(data):
+    """A ChainData's matrix as a CSR matrix (no copy)."""
+    return sp.csr_matrix((data.data, data.indices, data.indptr),
+                         shape=(len(data.indptr) - 1, data.n_features))
+
+
+def _rows_of(data, rows):
+    """The given rows of a ChainData's matrix as one-sentence ChainData."""
+    m = _csr(data)[rows]
+    return ChainData(m.indptr, m.indices, m.data, [0, m.shape[0]], m.shape[1])
+
+
+def _hinge_losses(data, codes, W, P, E, order):
+    """Per-sentence hinge losses for explicit weights W, or for the emission
+    scores E of every token (kernel models)."""
+    if E is None:
+        model = ChainWeights(W.shape[0], W.shape[1], False, order)
+        model.W[...] = W
+        model.P[...] = P
+        return hinge_losses(data, codes, model)
+    model = ChainWeights(E.shape[0], E.shape[1], False, order)
+    model.W[...] = E
+    model.P[...] = P
+    return hinge_losses(ChainData(*_identity(E.shape[0]), data.offsets, E.shape[0]), codes,
+                        model)
