@@ -136,7 +136,7 @@ def part_kernels(data, sizes, passes):
         tokens = int(sum(map(len, y)))
         models = {f"{name} kernel": M3NSGDTagger(max_iter=passes, random_state=0, **params)
                   for name, params in KERNELS.items()
-                  if name != "tanh" or n <= max(sizes) // 2}
+                  if name != "tanh" or n <= max(sizes) // 4}
         models["quadratic by Nystroem (1000 components) + linear"] = make_pipeline(
             TokenTransformer(Nystroem(kernel="poly", degree=2, gamma=1.0, coef0=1.0,
                                       n_components=1000, random_state=0)),

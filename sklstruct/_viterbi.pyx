@@ -1333,11 +1333,17 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
 
 def decode_corpus(const long long[::1] indptr, const int[::1] indices, const double[::1] data,
                   const long long[::1] offsets, const double[:, ::1] W, const double[:, ::1] P,
-                  int order=1):
+                  int order=1, out=None):
     """Viterbi labels of every sentence of a stacked CSR corpus (no validation:
     callers pass arrays checked by :func:`sklstruct.chain.as_stacked`).
 
-    Returns an int32 array with one label per token (row of the stacked matrix).
+    ``offsets`` may be a slice of the corpus' offsets (a block of its
+    sentences): the labels of rows ``offsets[0]:offsets[-1]`` are written,
+    into ``out`` (int32, one entry per row of the corpus) when given, so that
+    threads decoding disjoint blocks fill one array.
+
+    Returns ``out`` or a new int32 array with one label per row up to
+    ``offsets[-1]``.
     """
     cdef Py_ssize_t n_sent = offsets.shape[0] - 1
     cdef Py_ssize_t L = W.shape[1]
@@ -1348,8 +1354,11 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
                          f"order {order} over {L} labels")
     for s in range(n_sent):
         max_T = max(max_T, offsets[s + 1] - offsets[s])
-    out = np.empty(offsets[n_sent], dtype=np.int32)
+    if out is None:
+        out = np.empty(offsets[n_sent], dtype=np.int32)
     cdef int[::1] ov = out
+    if ov.shape[0] < offsets[n_sent]:
+        raise ValueError(f"out has {ov.shape[0]} rows; the sentences need {offsets[n_sent]}")
     if n_sent == 0 or max_T == 0:
         return out
     cdef Py_ssize_t n_nodes = lattice_nodes(max_T, L, order)

@@ -30,7 +30,12 @@ def _tagger_and_names(model, feature_names):
                 feature_names = None
     else:
         tagger = model
-    check_is_fitted(tagger, ("coef_", "transition_coef_"))
+    check_is_fitted(tagger, "transition_coef_")
+    if not hasattr(tagger, "coef_"):
+        raise ValueError(f"{type(tagger).__name__} with kernel={tagger.kernel!r} has no "
+                         "weight per feature (coef_): its emission scores are a kernel "
+                         "expansion over support_vectors_ with dual_coef_; only "
+                         "transition_features applies")
     n_features = tagger.coef_.shape[1]
     if feature_names is None:
         feature_names = [f"x{j}" for j in range(n_features)]
@@ -74,7 +79,8 @@ def transition_features(model):
     -------
     dict
     """
-    tagger, _ = _tagger_and_names(model, None)
+    tagger = model.steps[-1][1] if isinstance(model, Pipeline) else model
+    check_is_fitted(tagger, "transition_coef_")
     classes = tagger.classes_
     return {(classes[a], classes[b]): float(tagger.transition_coef_[a, b])
             for a in range(len(classes)) for b in range(len(classes))}

@@ -368,3 +368,13 @@ def test_nystroem_per_token_in_a_pipeline_is_the_kernel_model_on_training_tokens
     assert len(sketch.predict(X)) == len(X)
     with pytest.raises(TypeError, match="fit and transform"):
         TokenTransformer("nystroem").fit(X)
+
+
+def test_inspection_of_a_kernel_model_says_what_applies():
+    from sklstruct.inspection import state_features, transition_features
+
+    X, y = random_problem(n=20, seed=10)
+    model = M3NSGDTagger(kernel="poly", max_iter=2, random_state=0, eta0=0.01).fit(X, y)
+    assert len(transition_features(model)) == len(model.classes_) ** 2
+    with pytest.raises(ValueError, match="kernel expansion"):
+        state_features(model)

@@ -28,7 +28,8 @@ def test_clone_and_params():
     est = StructuredPerceptronTagger(k=3, max_iter=7, average=False, random_state=2)
     params = est.get_params()
     assert params == {"k": 3, "max_iter": 7, "average": False, "shuffle": True,
-                      "random_state": 2, "verbose": 0, "warm_start": False, "order": 1}
+                      "random_state": 2, "verbose": 0, "warm_start": False, "order": 1,
+                      "n_jobs": None}
     cloned = clone(est)
     assert cloned is not est and cloned.get_params() == params
     assert est.set_params(k=5) is est and est.k == 5

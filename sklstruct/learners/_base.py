@@ -18,17 +18,23 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._chain import COSTS, ChainWeights, check_alloc
-from .._validation import MAX_C, MAX_K, check_classes, check_k, check_label_sequences
+from .._validation import (MAX_C, MAX_K, N_JOBS_CONSTRAINT, check_classes, check_k,
+                           check_label_sequences, n_threads)
 from .._viterbi import chain_order, decode_corpus, kbest_decode
 from ..chain import as_stacked, pack_chain, unpack_chain
 from ._dual import DualState, dual_epoch
 from ._online import online_epoch
+
+
+#: Sentences per block of the threads of prediction.
+_PREDICT_BLOCK = 256
 
 
 def _kind(labels):
@@ -130,12 +136,40 @@ class ChainTagger(BaseEstimator):
         data = as_stacked(X, self.n_features_in_)
         return data.split(self.classes_[self._decode(data)])
 
+    # -- threads over blocks of sentences -----------------------------------------
+    def _blocks(self, block, n_sentences):
+        """(start, stop) sentence ranges of whole blocks of ``block`` sentences,
+        one range per thread of ``n_jobs``."""
+        n_blocks = -(-n_sentences // block)
+        n_jobs = n_threads(getattr(self, "n_jobs", None), n_blocks)
+        cuts = np.linspace(0, n_blocks, n_jobs + 1).round().astype(int) * block
+        return [(int(a), int(min(b, n_sentences))) for a, b in zip(cuts[:-1], cuts[1:])
+                if a < min(b, n_sentences)]
+
+    def _run(self, fn, ranges):
+        """fn(start, stop) for each range, in threads when there are several
+        (the kernels release the GIL; ``require="sharedmem"`` keeps threads
+        whatever joblib backend the user has configured)."""
+        if len(ranges) == 1:
+            return [fn(*ranges[0])]
+        return Parallel(n_jobs=len(ranges), require="sharedmem")(
+            delayed(fn)(a, b) for a, b in ranges)
+
     def _decode(self, data):
-        """The Viterbi label codes of every token of ``data`` (StackedSentences)."""
+        """The Viterbi label codes of every token of ``data`` (StackedSentences),
+        sentence blocks decoded in ``n_jobs`` threads into one array."""
         c = data.chain_data()
         W, P = self._decoding_weights()
-        return decode_corpus(c.indptr, c.indices, c.data, c.offsets, W, P,
-                             chain_order(P, W.shape[1]))
+        return self._viterbi(c.indptr, c.indices, c.data, c.offsets, W, P)
+
+    def _viterbi(self, indptr, indices, values, offsets, W, P):
+        """decode_corpus over blocks of sentences in ``n_jobs`` threads."""
+        order = chain_order(P, W.shape[1])
+        out = np.empty(offsets[-1], dtype=np.int32)
+        self._run(lambda a, b: decode_corpus(indptr, indices, values, offsets[a:b + 1],
+                                             W, P, order, out),
+                  self._blocks(_PREDICT_BLOCK, len(offsets) - 1))
+        return out
 
     def _emissions(self, data):
         """(E, P): the emission scores of every token (n_tokens, n_labels) and
@@ -166,13 +200,18 @@ class ChainTagger(BaseEstimator):
         L = P.shape[1]
         check_alloc("the k-best scratch", k,
                     int(data.lengths.max()) * L ** chain_order(P, L) + 1, 16)
-        result = []
-        for a, b in zip(data.offsets[:-1], data.offsets[1:]):
-            # no more sequences than exist: L ** T may be smaller than k
-            k_s = k if (b - a) * math.log(L) >= math.log(k) else L ** int(b - a)
-            paths, scores = kbest_decode(E[a:b], P, k_s)
-            result.append(([self.classes_[p] for p in paths], scores))
-        return result
+        offsets = data.offsets
+
+        def block(first, stop):
+            result = []
+            for a, b in zip(offsets[first:stop], offsets[first + 1:stop + 1]):
+                # no more sequences than exist: L ** T may be smaller than k
+                k_s = k if (b - a) * math.log(L) >= math.log(k) else L ** int(b - a)
+                paths, scores = kbest_decode(E[a:b], P, k_s)
+                result.append(([self.classes_[p] for p in paths], scores))
+            return result
+        return [r for part in self._run(block, self._blocks(_PREDICT_BLOCK, len(data)))
+                for r in part]
 
     def score(self, X, y):
         """Token accuracy of ``predict(X)`` against ``y`` (sklearn's classifier
@@ -202,6 +241,7 @@ class ChainLearner(ChainTagger):
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
         "order": [Interval(Integral, 1, 2, closed="both")],
+        "n_jobs": N_JOBS_CONSTRAINT,
     }
 
     # -- hooks of a learner family ------------------------------------------------

@@ -521,11 +521,18 @@ cdef class KernelState:
         self.touched = np.zeros(self.is_sup.shape[0], dtype=np.int32)
         self.buf = np.zeros(self.n_sup.shape[0])
 
+    def _arrays(self):
+        return {name: getattr(self, name) for name in
+                ("colptr", "slot_entry", "pos", "n_sup", "row_of", "is_sup", "beta",
+                 "beta_sum", "vco", "bsum", "vsum")}
+
     def __reduce__(self):
-        return (KernelState, (None, 0, False, False, {
-            name: getattr(self, name) for name in
-            ("colptr", "slot_entry", "pos", "n_sup", "row_of", "is_sup", "beta", "beta_sum",
-             "vco", "bsum", "vsum")}))
+        return (KernelState, (None, 0, False, False, self._arrays()))
+
+    def thread_copy(self):
+        """The same state (arrays shared, not copied) with its own query
+        scratch, for another thread's queries."""
+        return KernelState(None, 0, False, False, self._arrays())
 
     @property
     def n_support(self):

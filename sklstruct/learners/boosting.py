@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
+from .._validation import N_JOBS_CONSTRAINT
 from ..chain import as_stacked
 from ._base import ChainTagger
 from ._crf import crf_pass
@@ -61,6 +62,11 @@ class SequenceBoostingTagger(ChainTagger):
     verbose : int, default=0
         Print each round's feature, step and loss.
 
+    n_jobs : int or None, default=None
+        Threads for ``predict``, ``predict_kbest`` and ``score`` (blocks of
+        sentences decoded without the GIL; ``None`` is 1, -1 all cores).
+        Predictions do not depend on it.
+
     Attributes
     ----------
     classes_, coef_, transition_coef_, start_coef_, end_coef_, n_features_in_
@@ -89,10 +95,12 @@ class SequenceBoostingTagger(ChainTagger):
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
         "smoothing": [Interval(Real, 0, 1, closed="neither")],
         "verbose": ["verbose"],
+        "n_jobs": N_JOBS_CONSTRAINT,
     }
 
-    def __init__(self, n_rounds=100, smoothing=0.01, verbose=0):
+    def __init__(self, n_rounds=100, smoothing=0.01, verbose=0, n_jobs=None):
         self.n_rounds = n_rounds
+        self.n_jobs = n_jobs
         self.smoothing = smoothing
         self.verbose = verbose
 

@@ -5,13 +5,12 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
 from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import MAX_C, N_JOBS_CONSTRAINT, n_threads
+from .._validation import MAX_C, N_JOBS_CONSTRAINT
 from ..chain import as_stacked, pack_chain
 from ..optimize import lbfgs
 from ._base import ChainTagger
@@ -72,8 +71,9 @@ class CRFTagger(ChainTagger):
         L-BFGS stops when the largest gradient component is below ``tol``
         (scipy's ``gtol``).
     n_jobs : int or None, default=None
-        Threads over blocks of sentences for the objective and gradient and
-        for ``predict_marginals`` (the kernels release the GIL).  The blocks
+        Threads over blocks of sentences for the objective and gradient, for
+        ``predict_marginals`` and for ``predict``, ``predict_kbest`` and
+        ``score`` (the kernels release the GIL).  The blocks
         and their order do not depend on ``n_jobs``, so neither does the
         result.  None means 1 unless in a ``joblib.parallel_config``
         context; -1 means all CPUs.
@@ -131,21 +131,6 @@ class CRFTagger(ChainTagger):
         self.warm_start = warm_start
 
     # -- the objective ----------------------------------------------------------------
-    def _blocks(self, n_sentences):
-        """(start, stop) sentence ranges, whole BLOCKs, one per thread."""
-        n_blocks = -(-n_sentences // BLOCK)
-        n_jobs = n_threads(self.n_jobs, n_blocks)
-        cuts = np.linspace(0, n_blocks, n_jobs + 1).round().astype(int) * BLOCK
-        return [(int(a), int(min(b, n_sentences))) for a, b in zip(cuts[:-1], cuts[1:])
-                if a < min(b, n_sentences)]
-
-    def _run(self, fn, ranges):
-        if len(ranges) == 1:
-            fn(*ranges[0])
-        else:
-            Parallel(n_jobs=len(ranges), require="sharedmem")(
-                delayed(fn)(a, b) for a, b in ranges)
-
     def _objective(self, theta, ctx):
         """(value, gradient) of the objective at theta: the emission weights
         (all of W (F, L) raveled, or those at ``ctx["states"]``, flat indices
@@ -220,7 +205,7 @@ class CRFTagger(ChainTagger):
         arrays of 10-100 MB each time cost page faults."""
         F = data.n_features
         ctx = {"data": data, "codes": codes, "F": F, "L": L, "chain_data": data.chain_data(),
-               "ranges": self._blocks(len(data)), "states": None, "n_w": F * L,
+               "ranges": self._blocks(BLOCK, len(data)), "states": None, "n_w": F * L,
                "node": np.empty((codes.shape[0], L)), "G": np.empty((F, L))}
         if not self.all_possible_states:
             n_tok = codes.shape[0]
@@ -334,5 +319,5 @@ class CRFTagger(ChainTagger):
         out = np.empty((data.offsets[-1], len(self.classes_)))
         c = data.chain_data()
         self._run(lambda a, b: corpus_marginals(c, W, P, a, b, out),
-                  self._blocks(len(data)))
+                  self._blocks(BLOCK, len(data)))
         return data.split(out)

@@ -63,6 +63,11 @@ class LaRankTagger(DualLearner):
         (``trigram_coef_``) and decodes over label pairs, O(L^3) per token; see
         :class:`~sklstruct.StructuredPerceptronTagger` for measured costs.
 
+    n_jobs : int or None, default=None
+        Threads for ``predict``, ``predict_kbest`` and ``score`` (blocks of
+        sentences decoded without the GIL; ``None`` is 1, -1 all cores).
+        Predictions do not depend on it.
+
     Attributes
     ----------
     classes_, coef_, transition_coef_, start_coef_, end_coef_, n_features_in_, n_iter_
@@ -91,7 +96,7 @@ class LaRankTagger(DualLearner):
 
     def __init__(self, k=1, n_reprocess=10, n_optimize=10, C=1.0, tol=1e-6, kappa=0.0,
                  max_smo_iter=1000, cost="hamming", max_iter=1, average=True, shuffle=True,
-                 random_state=None, verbose=0, warm_start=False, order=1):
+                 random_state=None, verbose=0, warm_start=False, order=1, n_jobs=None):
         self.k = k
         self.n_reprocess = n_reprocess
         self.n_optimize = n_optimize
@@ -107,6 +112,7 @@ class LaRankTagger(DualLearner):
         self.verbose = verbose
         self.warm_start = warm_start
         self.order = order
+        self.n_jobs = n_jobs
 
     def _update_params(self):
         return {"n_reprocess": int(self.n_reprocess), "n_optimize": int(self.n_optimize),

@@ -11,10 +11,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._chain import COSTS, ChainData, ChainWeights
-from .._viterbi import chain_order, decode_corpus
 from .._validation import MAX_C
 from ..chain import as_stacked, pack_chain, unpack_chain
-from ._base import ChainLearner, check_same_dual, check_same_training_set, new_dual
+from ._base import (_PREDICT_BLOCK, ChainLearner, check_same_dual, check_same_training_set,
+                    new_dual)
 from ._dual import dual_epoch
 from ._m3n import (KERNELS, SCHEDULES, STATE_FIELDS, KernelState, hinge_losses,
                    kernel_emissions, kernel_sgd_epoch, new_state, sgd_epoch)
@@ -47,7 +47,22 @@ class M3NSGDTagger(ChainLearner):
     :class:`~sklstruct.SDMTagger` with ``k=1``) runs on the working set of
     each example visited.  It is the cutting-plane form of the structured
     SMO baseline; Taskar's factored (marginal) dual variables are not
-    used.
+    used.  It supports the linear kernel only.
+
+    Kernels (eqs. 6-8) act between the feature vectors of two tokens:
+    ``kernel="poly"`` is ``(gamma <a, b> + coef0) ** degree`` and ``"tanh"``
+    is ``tanh(gamma <a, b> + coef0)``; the transitions stay explicit.  The
+    emission score of label y at a token is ``sum_j dual_coef_[j, y] k(x,
+    x_j)`` over the support tokens ``support_vectors_`` (the training tokens
+    some step got wrong), so training and prediction cost time in proportion
+    to the support set, per token.  ``kernel="linear"`` keeps an explicit
+    weight matrix instead and costs only the token's features.  Which to use:
+    an exact kernel while the support stays in the thousands (up to a few
+    thousand training sentences); beyond that, an explicit approximation
+    per token in a Pipeline, ``TokenTransformer(Nystroem(...))`` or
+    ``TokenTransformer(PolynomialCountSketch(...))`` before the linear
+    model, whose cost does not grow with the data but whose kernel is only
+    approximated (measured in ``benchmarks/bench_m3n.py``).
 
     Parameters
     ----------
@@ -69,6 +84,15 @@ class M3NSGDTagger(ChainLearner):
         dependence of w on past step sizes.
     power_t : float, default=0.5
         Exponent of "invscaling".
+    kernel : {"linear", "poly", "tanh"}, default="linear"
+    degree : int, default=2
+        Degree of "poly".
+    gamma : float, default=1.0
+        The scale s of eqs. 7-8.
+    coef0 : float, default=1.0
+        The offset r of eqs. 7-8.  The defaults give the quadratic kernel
+        ``(<a, b> + 1) ** 2`` of the paper's Tables 2-3; its neural kernel is
+        ``kernel="tanh", gamma=0.1, coef0=0``.
     max_iter : int, default=20
         Passes over the training sentences.
     tol : float, default=1e-3
@@ -89,10 +113,24 @@ class M3NSGDTagger(ChainLearner):
     order : {1, 2}, default=1
         Order of the linear chain (see :class:`~sklstruct.StructuredPerceptronTagger`).
 
+    n_jobs : int or None, default=None
+        Threads for ``predict``, ``predict_kbest`` and ``score`` (blocks of
+        sentences decoded without the GIL; ``None`` is 1, -1 all cores).
+        Predictions do not depend on it.
+
     Attributes
     ----------
     classes_ : ndarray of labels
     coef_ : ndarray of shape (n_labels, n_features)
+        Linear kernel only.
+    support_vectors_ : sparse matrix of shape (n_support_, n_features)
+        Other kernels: the support tokens' feature vectors.
+    dual_coef_ : ndarray of shape (n_support_, n_labels)
+        Other kernels: their coefficients per label.
+    support_ : ndarray of shape (n_support_,)
+        Other kernels: their rows in the stacked training tokens.
+    n_support_ : int
+        Other kernels: the number of support tokens.
     transition_coef_ : ndarray of shape (n_labels, n_labels)
     start_coef_, end_coef_ : ndarray of shape (n_labels,)
     trigram_coef_ : ndarray of shape (n_labels, n_labels, n_labels) or None
@@ -154,7 +192,7 @@ class M3NSGDTagger(ChainLearner):
     def __init__(self, C=1.0, solver="sgd", learning_rate="smd", eta0=0.03, mu=1e-4,
                  smd_lambda=0.99, power_t=0.5, kernel="linear", degree=2, gamma=1.0,
                  coef0=1.0, max_iter=20, tol=1e-3, max_smo_iter=1000, average=False,
-                 shuffle=True, random_state=None, verbose=0, warm_start=False, order=1):
+                 shuffle=True, random_state=None, verbose=0, warm_start=False, order=1, n_jobs=None):
         self.C = C
         self.solver = solver
         self.learning_rate = learning_rate
@@ -175,6 +213,7 @@ class M3NSGDTagger(ChainLearner):
         self.verbose = verbose
         self.warm_start = warm_start
         self.order = order
+        self.n_jobs = n_jobs
 
     # -- state ---------------------------------------------------------------------
     def _kernel_params(self):
@@ -367,15 +406,24 @@ class M3NSGDTagger(ChainLearner):
         if self.n_support_ == 0:
             return np.zeros((data.matrix.shape[0], len(self.classes_))), P
         sv_data, ks = self._support_index()
-        return kernel_emissions(sv_data, ks, self.dual_coef_, data.chain_data(),
-                                *self._kernel_params()), P
+        c, offsets = data.chain_data(), data.offsets
+        E = np.empty((offsets[-1], len(self.classes_)))
+        ranges = self._blocks(_PREDICT_BLOCK, len(data))
+
+        def block(a, b):
+            # each thread its own scratch (the index arrays are shared, read only)
+            mine = ks if len(ranges) == 1 else ks.thread_copy()
+            E[offsets[a]:offsets[b]] = kernel_emissions(
+                sv_data, mine, self.dual_coef_, _rows_of(c, slice(offsets[a], offsets[b])),
+                *self._kernel_params())
+        self._run(block, ranges)
+        return E, P
 
     def _decode(self, data):
         if self._kernel[0] == "linear":
             return super()._decode(data)
         E, P = self._emissions(data)
-        return decode_corpus(*_identity(E.shape[0]), data.offsets, E, P,
-                             chain_order(P, E.shape[1]))
+        return self._viterbi(*_identity(E.shape[0]), data.offsets, E, P)
 
 
 _WSQ, _WV, _ETA = (STATE_FIELDS.index(f) for f in ("wsq", "wv", "eta"))

@@ -46,6 +46,11 @@ class KBestMIRATagger(OnlineLearner):
         (``trigram_coef_``) and decodes over label pairs, O(L^3) per token; see
         :class:`~sklstruct.StructuredPerceptronTagger` for measured costs.
 
+    n_jobs : int or None, default=None
+        Threads for ``predict``, ``predict_kbest`` and ``score`` (blocks of
+        sentences decoded without the GIL; ``None`` is 1, -1 all cores).
+        Predictions do not depend on it.
+
     Attributes
     ----------
     classes_, coef_, transition_coef_, start_coef_, end_coef_, n_features_in_, n_iter_, history_
@@ -69,7 +74,7 @@ class KBestMIRATagger(OnlineLearner):
     }
 
     def __init__(self, k=5, C=1.0, tol=1e-6, max_smo_iter=1000, cost="hamming", max_iter=10,
-                 average=True, shuffle=True, random_state=None, verbose=0, warm_start=False, order=1):
+                 average=True, shuffle=True, random_state=None, verbose=0, warm_start=False, order=1, n_jobs=None):
         self.k = k
         self.C = C
         self.tol = tol
@@ -82,6 +87,7 @@ class KBestMIRATagger(OnlineLearner):
         self.verbose = verbose
         self.warm_start = warm_start
         self.order = order
+        self.n_jobs = n_jobs
 
     def _update_params(self):
         return {"rule": "mira", "C": float(self.C), "cost": COSTS[self.cost],

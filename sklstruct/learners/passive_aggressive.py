@@ -63,6 +63,11 @@ class PassiveAggressiveTagger(OnlineLearner):
         (``trigram_coef_``) and decodes over label pairs, O(L^3) per token; see
         :class:`~sklstruct.StructuredPerceptronTagger` for measured costs.
 
+    n_jobs : int or None, default=None
+        Threads for ``predict``, ``predict_kbest`` and ``score`` (blocks of
+        sentences decoded without the GIL; ``None`` is 1, -1 all cores).
+        Predictions do not depend on it.
+
     Attributes
     ----------
     classes_, coef_, transition_coef_, start_coef_, end_coef_, n_features_in_, n_iter_
@@ -90,7 +95,7 @@ class PassiveAggressiveTagger(OnlineLearner):
 
     def __init__(self, k=1, C=1.0, restricted=False, cost="hamming", loss_augmented=True,
                  max_iter=10, average=True, shuffle=True, random_state=None, verbose=0,
-                 warm_start=False, order=1):
+                 warm_start=False, order=1, n_jobs=None):
         self.k = k
         self.C = C
         self.restricted = restricted
@@ -103,6 +108,7 @@ class PassiveAggressiveTagger(OnlineLearner):
         self.verbose = verbose
         self.warm_start = warm_start
         self.order = order
+        self.n_jobs = n_jobs
 
     def _update_params(self):
         return {"rule": "rpa" if self.restricted else "pa", "C": float(self.C),

@@ -41,6 +41,11 @@ class StructuredPerceptronTagger(OnlineLearner):
         NER), 14.7x at L = 22 (CoNLL-2000 chunking); an epoch 1.9-2.6x and
         6.7-10x the first-order one.
 
+    n_jobs : int or None, default=None
+        Threads for ``predict``, ``predict_kbest`` and ``score`` (blocks of
+        sentences decoded without the GIL; ``None`` is 1, -1 all cores).
+        Predictions do not depend on it.
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_labels,)
@@ -84,7 +89,7 @@ class StructuredPerceptronTagger(OnlineLearner):
     """
 
     def __init__(self, k=1, max_iter=10, average=True, shuffle=True, random_state=None,
-                 verbose=0, warm_start=False, order=1):
+                 verbose=0, warm_start=False, order=1, n_jobs=None):
         self.k = k
         self.max_iter = max_iter
         self.average = average
@@ -93,6 +98,7 @@ class StructuredPerceptronTagger(OnlineLearner):
         self.verbose = verbose
         self.warm_start = warm_start
         self.order = order
+        self.n_jobs = n_jobs
 
     def _update_params(self):
         return {"rule": "perceptron"}

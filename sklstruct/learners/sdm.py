@@ -59,6 +59,11 @@ class SDMTagger(DualLearner):
         (``trigram_coef_``) and decodes over label pairs, O(L^3) per token; see
         :class:`~sklstruct.StructuredPerceptronTagger` for measured costs.
 
+    n_jobs : int or None, default=None
+        Threads for ``predict``, ``predict_kbest`` and ``score`` (blocks of
+        sentences decoded without the GIL; ``None`` is 1, -1 all cores).
+        Predictions do not depend on it.
+
     Attributes
     ----------
     classes_ : ndarray of labels
@@ -90,7 +95,7 @@ class SDMTagger(DualLearner):
 
     def __init__(self, k=1, C=1.0, tol=1e-6, kappa=0.0, max_smo_iter=1000,
                  max_working_set=None, cost="hamming", max_iter=10, average=True, shuffle=True,
-                 random_state=None, verbose=0, warm_start=False, order=1):
+                 random_state=None, verbose=0, warm_start=False, order=1, n_jobs=None):
         self.k = k
         self.C = C
         self.tol = tol
@@ -105,6 +110,7 @@ class SDMTagger(DualLearner):
         self.verbose = verbose
         self.warm_start = warm_start
         self.order = order
+        self.n_jobs = n_jobs
 
     def _update_params(self):
         return {"n_reprocess": 0, "prune": False,

@@ -1,0 +1,56 @@
+"""``n_jobs`` on prediction: threads over blocks of sentences give exactly the
+serial predictions, k-best lists and scores, for every tagger."""
+import numpy as np
+import pytest
+from joblib import parallel_config
+from test_hostile import make
+
+from sklstruct import M3NSGDTagger, SequenceVectorizer
+from sklstruct._registry import TAGGERS
+from sklstruct.datasets import make_chunking_corpus
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    X, y = make_chunking_corpus(700, random_state=3)   # three blocks of 256 sentences
+    vec = SequenceVectorizer(templates=("word", "pos"), window=1)
+    return vec.fit_transform(X[:200]), y[:200], vec.transform(X[200:]), y[200:]
+
+
+def same_outputs(model, X, y):
+    model.set_params(n_jobs=1)
+    serial = (model.predict(X), model.predict_kbest(X[:300], k=3), model.score(X, y))
+    for n_jobs in (2, -1):
+        model.set_params(n_jobs=n_jobs)
+        pred, kbest, score = model.predict(X), model.predict_kbest(X[:300], k=3), model.score(X, y)
+        assert score == serial[2]
+        for a, b in zip(pred, serial[0]):
+            np.testing.assert_array_equal(a, b)
+        for (pa, sa), (pb, sb) in zip(kbest, serial[1]):
+            np.testing.assert_array_equal(sa, sb)
+            for a, b in zip(pa, pb):
+                np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", sorted(TAGGERS))
+def test_threads_predict_exactly_as_serial(corpus, name):
+    X_train, y_train, X, y = corpus
+    model = make(TAGGERS[name], max_iter=2, random_state=0).fit(X_train, y_train)
+    same_outputs(model, X, y)
+
+
+def test_kernel_model_threads_predict_exactly_as_serial(corpus):
+    X_train, y_train, X, y = corpus
+    model = M3NSGDTagger(kernel="poly", max_iter=2, eta0=0.01, random_state=0)
+    same_outputs(model.fit(X_train[:80], y_train[:80]), X, y)
+
+
+def test_a_process_backend_configured_by_the_user_still_gets_threads(corpus):
+    """require="sharedmem": a global loky configuration does not make
+    prediction copy the model to processes."""
+    X_train, y_train, X, y = corpus
+    model = TAGGERS["perceptron"](max_iter=1, random_state=0, n_jobs=2).fit(X_train, y_train)
+    expected = model.predict(X)
+    with parallel_config(backend="loky"):
+        for a, b in zip(model.predict(X), expected):
+            np.testing.assert_array_equal(a, b)
