@@ -52,6 +52,44 @@ cdef void add_hamming(double* E, Py_ssize_t T, Py_ssize_t L, const int* gold,
                 E[t * L + l] += cost
 
 
+cdef extern from *:
+    """
+    /* One step of first-order Viterbi: cur[y] = max over yp of prev[yp] +
+       P[yp, y], bk[y] the smallest yp reaching it (yp ascends, only a strictly
+       greater score replaces), with the max over predecessors in the outer
+       loop so that the inner loop runs over contiguous rows.
+       Written in C with selects (Cython would emit an if/else for each) so
+       that GCC vectorises it: on x86-64 it needs blend instructions, so an
+       AVX2 clone is chosen at load time where the CPU has them, and
+       no-trapping-math (FP exceptions only; results are unchanged) lets
+       the selects be if-converted. */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    __attribute__((optimize("no-trapping-math"), target_clones("avx2", "default")))
+    #endif
+    static void sklstruct_viterbi_step(const double *prev, const double *P, double *cur,
+                                       int *bk, Py_ssize_t L) {
+        for (Py_ssize_t y = 0; y < L; y++) {
+            cur[y] = prev[0] + P[y];
+            bk[y] = 0;
+        }
+        for (Py_ssize_t yp = 1; yp < L; yp++) {
+            const double d = prev[yp];
+            const double *row = P + yp * L;
+            for (Py_ssize_t y = 0; y < L; y++) {
+                double c = cur[y];
+                int b = bk[y];
+                double s = d + row[y];
+                cur[y] = s > c ? s : c;
+                bk[y] = s > c ? (int)yp : b;
+            }
+        }
+    }
+    """
+    void _viterbi_step "sklstruct_viterbi_step"(const double* prev, const double* P,
+                                                double* cur, int* bk,
+                                                Py_ssize_t L) noexcept nogil
+
+
 cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                     double* delta, int* back, int* path) noexcept nogil:
     """Best sequence into ``path``; returns its score.  delta, back: T*L scratch."""
@@ -60,19 +98,14 @@ cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P
     cdef int arg
     cdef const double* start = P + L * L
     cdef const double* end = P + (L + 1) * L
+    cdef double* cur
     for y in range(L):
         delta[y] = start[y] + E[y]
     for t in range(1, T):
+        cur = delta + t * L
+        _viterbi_step(delta + (t - 1) * L, P, cur, back + t * L, L)
         for y in range(L):
-            best = delta[(t - 1) * L] + P[y]
-            arg = 0
-            for yp in range(1, L):
-                s = delta[(t - 1) * L + yp] + P[yp * L + y]
-                if s > best:
-                    best = s
-                    arg = <int>yp
-            delta[t * L + y] = best + E[t * L + y]
-            back[t * L + y] = arg
+            cur[y] += E[t * L + y]
     best = delta[(T - 1) * L] + end[0]
     arg = 0
     for y in range(1, L):
