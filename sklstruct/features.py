@@ -550,7 +550,26 @@ class _Corpus:
 # ---------------------------------------------------------------------------
 
 
-class SequenceVectorizer(TransformerMixin, BaseEstimator):
+class _SentencesOut:
+    """For transformers whose output is sentences (StackedSentences), not a
+    table: ``set_output`` refuses pandas and polars containers clearly."""
+
+    def set_output(self, *, transform=None):
+        """Only the default output: these transformers return sentences.
+
+        Parameters
+        ----------
+        transform : {"default"} or None
+        """
+        if transform not in (None, "default"):
+            raise ValueError(f"{type(self).__name__}.set_output(transform={transform!r}): "
+                             "the output is a list of sentences (StackedSentences: one "
+                             "feature matrix per sentence), not a table, so it cannot be a "
+                             "pandas or polars container")
+        return self
+
+
+class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
     """Map sentences to per-token sparse feature matrices.
 
     Features are produced by templates (see the module documentation for
@@ -987,7 +1006,7 @@ def _item_features(item, prefix, where, out):
     return out
 
 
-class DictSequenceVectorizer(TransformerMixin, BaseEstimator):
+class DictSequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
     """Sentences of feature dicts, as sklearn-crfsuite takes them, to the
     taggers' input.
 
@@ -1109,7 +1128,7 @@ class DictSequenceVectorizer(TransformerMixin, BaseEstimator):
 # A scikit-learn transformer applied to every token
 # ---------------------------------------------------------------------------
 
-class TokenTransformer(TransformerMixin, BaseEstimator):
+class TokenTransformer(_SentencesOut, TransformerMixin, BaseEstimator):
     """Apply a scikit-learn transformer to the feature vector of every token.
 
     Sentences are lists of per-token feature matrices; this fits

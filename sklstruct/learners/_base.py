@@ -76,6 +76,17 @@ class ChainTagger(BaseEstimator):
     None for first order) and ``n_features_in_``.
     """
 
+    def __sklearn_tags__(self):
+        # X is a list of sentences (one sparse or dense matrix of token
+        # features each), y a list of label sequences: no 2-D array in, not
+        # a classifier (scikit-learn would stratify folds on y)
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        tags.target_tags.one_d_labels = False
+        return tags
+
     def _encode(self, y, data, classes):
         """Labels of ``y`` as int32 codes into ``classes`` (sorted), or raise
         naming labels that are not in it."""

@@ -151,6 +151,16 @@ class BaseParser(BaseEstimator):
         "max_length": [Interval(Integral, 1, 32000, closed="both")],
     }
 
+    def __sklearn_tags__(self):
+        # X is a list of sentences (words, or (word, tag) pairs), y a list of
+        # trees: no 2-D array in, strings, a target required
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.target_tags.required = True
+        tags.target_tags.one_d_labels = False
+        return tags
+
     # -- preprocessing ------------------------------------------------------
 
     @staticmethod
