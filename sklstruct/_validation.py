@@ -312,3 +312,16 @@ def check_k(k, name="k"):
     if not 1 <= k <= MAX_K:
         raise ValueError(f"{name} must be an integer in [1, {MAX_K}]; got {k}")
     return int(k)
+
+
+def sentence_tags(tags, **input_tags):
+    """The scikit-learn tags of an estimator of sentences (a tagger or a
+    parser): X is a list of sentences, not a 2-D array; y, a list of label
+    sequences or trees, is required and is not 1-D labels; ``input_tags``
+    set the other input flags (``sparse``, ``string``)."""
+    tags.input_tags.two_d_array = False
+    for name, value in input_tags.items():
+        setattr(tags.input_tags, name, value)
+    tags.target_tags.required = True
+    tags.target_tags.one_d_labels = False
+    return tags

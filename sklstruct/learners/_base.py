@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._chain import COSTS, ChainWeights, check_alloc
 from .._validation import (MAX_C, MAX_K, N_JOBS_CONSTRAINT, check_classes, check_k,
-                           check_label_sequences, n_threads)
+                           check_label_sequences, n_threads, sentence_tags)
 from .._viterbi import chain_order, decode_corpus, kbest_decode
 from ..chain import as_stacked, pack_chain, unpack_chain
 from ._dual import DualState, dual_epoch
@@ -80,12 +80,7 @@ class ChainTagger(BaseEstimator):
         # X is a list of sentences (one sparse or dense matrix of token
         # features each), y a list of label sequences: no 2-D array in, not
         # a classifier (scikit-learn would stratify folds on y)
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True
-        tags.target_tags.one_d_labels = False
-        return tags
+        return sentence_tags(super().__sklearn_tags__(), sparse=True)
 
     def _encode(self, y, data, classes):
         """Labels of ``y`` as int32 codes into ``classes`` (sorted), or raise

@@ -23,7 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import (N_JOBS_CONSTRAINT, InputTypeError, check_sentence,
-                           check_sentence_list, describe, n_threads)
+                           check_sentence_list, describe, n_threads, sentence_tags)
 from ..features import SequenceVectorizer
 from ..qp import WorkingSetQP
 from .binarize import binarize, unbinarize
@@ -154,12 +154,7 @@ class BaseParser(BaseEstimator):
     def __sklearn_tags__(self):
         # X is a list of sentences (words, or (word, tag) pairs), y a list of
         # trees: no 2-D array in, strings, a target required
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.target_tags.required = True
-        tags.target_tags.one_d_labels = False
-        return tags
+        return sentence_tags(super().__sklearn_tags__(), string=True)
 
     # -- preprocessing ------------------------------------------------------
 
