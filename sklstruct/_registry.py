@@ -7,6 +7,7 @@ from .learners.boosting import SequenceBoostingTagger
 from .learners.crf import CRFTagger
 from .learners.larank import LaRankTagger
 from .learners.m3n import M3NSGDTagger
+from .learners.mixing import ParameterMixingTagger
 from .learners.mira import KBestMIRATagger
 from .learners.passive_aggressive import PassiveAggressiveTagger
 from .learners.perceptron import StructuredPerceptronTagger
@@ -35,5 +36,10 @@ PARSERS = {
     "pcfg": PCFGParser,
 }
 
+#: Meta-estimators over a tagger (not in the command line's list: they wrap one).
+META_TAGGERS = {
+    "mixing": ParameterMixingTagger,
+}
+
 #: Every public estimator class.
-ESTIMATORS = {**TAGGERS, **PARSERS}
+ESTIMATORS = {**TAGGERS, **PARSERS, **META_TAGGERS}

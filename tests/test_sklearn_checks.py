@@ -10,6 +10,7 @@ from sklearn.exceptions import SkipTestWarning
 from sklearn.pipeline import make_pipeline
 from sklearn.utils import get_tags
 from sklearn.utils import estimator_checks as ec
+from test_hostile import make
 
 from sklstruct import DictSequenceVectorizer, SequenceVectorizer, StructuredPerceptronTagger
 from sklstruct._registry import ESTIMATORS, TAGGERS
@@ -45,13 +46,13 @@ SENTENCE_ESTIMATORS = {**ESTIMATORS, "SequenceVectorizer": SequenceVectorizer,
 @pytest.mark.parametrize("name", sorted(SENTENCE_ESTIMATORS))
 @pytest.mark.parametrize("check", APPLICABLE, ids=lambda c: c.__name__)
 def test_applicable_sklearn_checks_pass(name, check):
-    est = SENTENCE_ESTIMATORS[name]()
+    est = make(SENTENCE_ESTIMATORS[name])
     check(type(est).__name__, est)
 
 
 @pytest.mark.parametrize("name", sorted(SENTENCE_ESTIMATORS))
 def test_tags_say_no_2d_array_so_check_estimator_skips_the_data_checks(name):
-    est = SENTENCE_ESTIMATORS[name]()
+    est = make(SENTENCE_ESTIMATORS[name])
     tags = get_tags(est)
     assert not tags.input_tags.two_d_array
     if name in ESTIMATORS:

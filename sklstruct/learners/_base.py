@@ -120,6 +120,16 @@ class ChainTagger(BaseEstimator):
         (self.transition_coef_, self.start_coef_, self.end_coef_,
          self.trigram_coef_) = unpack_chain(theta[F * L:].reshape(-1, L))
 
+    def _set_weights(self, W, P):
+        """Publish W (F, L) and P (packed chain) as coef_ and the chain
+        attributes, refusing non-finite weights."""
+        if not (np.isfinite(W).all() and np.isfinite(P).all()):
+            raise ValueError("training produced non-finite weights; scale the features "
+                             "down or lower C")
+        self.coef_ = W.T
+        (self.transition_coef_, self.start_coef_, self.end_coef_,
+         self.trigram_coef_) = unpack_chain(P)
+
     def _decoding_weights(self):
         """(W (F, L), P (L + 2, L)), C-contiguous, from the public attributes."""
         return (np.ascontiguousarray(self.coef_.T, dtype=np.float64),
@@ -345,13 +355,7 @@ class ChainLearner(ChainTagger):
 
     def _publish(self):
         """Expose the weights to predict with as the public learned attributes."""
-        W, P = self._prediction_weights()
-        if not (np.isfinite(W).all() and np.isfinite(P).all()):
-            raise ValueError("training produced non-finite weights; scale the features "
-                             "down or lower C")
-        self.coef_ = W.T
-        (self.transition_coef_, self.start_coef_, self.end_coef_,
-         self.trigram_coef_) = unpack_chain(P)
+        self._set_weights(*self._prediction_weights())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
