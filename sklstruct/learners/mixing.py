@@ -16,7 +16,7 @@ def _shard_epoch(learner, X, y, classes, mixed):
     """One epoch of ``learner`` on its shard, from the mixed weights.
 
     ``mixed`` is None on the first epoch (the learner starts from zero, all
-    classes known).  Otherwise the learner's raw weights move to ``mixed``
+    classes known) and with one shard.  Otherwise the learner's raw weights move to ``mixed``
     as one step taken at its current averaging clock (W += D, U += c D with
     D = mixed - W), so that its averaged weights stay the average of the
     weights it actually held after each example.
@@ -28,7 +28,7 @@ def _shard_epoch(learner, X, y, classes, mixed):
             raw += step
             if acc is not None:
                 acc += w.n_seen * step
-    learner.partial_fit(X, y, classes=classes if mixed is None else None)
+    learner.partial_fit(X, y, classes=classes)
     return learner
 
 
@@ -141,8 +141,9 @@ class ParameterMixingTagger(ChainTagger):
                                     for learner, (Xs, ys) in zip(learners, shards))
                 records = [learner.history_[-1] for learner in learners]
                 mu = self._mixing_weights(records)
-                mixed = (sum(m * lr._weights.W for m, lr in zip(mu, learners)),
-                         sum(m * lr._weights.P for m, lr in zip(mu, learners)))
+                if len(learners) > 1:          # (one shard: the mixture is itself)
+                    mixed = (sum(m * lr._weights.W for m, lr in zip(mu, learners)),
+                             sum(m * lr._weights.P for m, lr in zip(mu, learners)))
                 history.append({"epoch": epoch + 1,
                                 "mistakes": sum(r["mistakes"] for r in records),
                                 "updates": sum(r["updates"] for r in records),
