@@ -65,7 +65,8 @@ def test_a_mixing_step_keeps_the_shard_average_exact(corpus):
     w.W_sum[...], w.P_sum[...] = 0.0, 0.0
     w.n_seen = 0
     avg2 = fresh.partial_fit(X, y)._weights.averaged()
-    both = _shard_epoch(learner, X, y, None, mixed)._weights.averaged()
+    codes = learner._encode(y, X, learner.classes_)
+    both = _shard_epoch(learner, X, codes, learner.classes_, mixed)._weights.averaged()
     for got, a1, a2 in zip(both, avg1, avg2):
         np.testing.assert_allclose(got, (a1 + a2) / 2, rtol=1e-10, atol=1e-10)
 

@@ -312,6 +312,12 @@ class ChainLearner(ChainTagger):
 
     def _train(self, X, y, n_epochs, continuing, classes=None):
         data, codes, classes = self._prepare(X, y, continuing, classes)
+        return self._train_encoded(data, codes, classes, n_epochs, continuing)
+
+    def _train_encoded(self, data, codes, classes, n_epochs, continuing, publish=True):
+        """The loop of :meth:`_train` on validated data (StackedSentences) and
+        label codes; ``publish=False`` leaves the public weights for a later
+        :meth:`_publish` (a caller running epochs one at a time)."""
         saved = dict(self.__dict__)
         try:
             if not continuing:
@@ -336,7 +342,8 @@ class ChainLearner(ChainTagger):
                 self.history_.append(record)
                 if self.verbose:
                     print(self._describe(record), flush=True)
-            self._publish()
+            if publish:
+                self._publish()
         except BaseException:
             # A fresh start is undone whole.  Continued training fails before
             # its first update (validation, allocation), or, interrupted or

@@ -12,14 +12,16 @@ from ..chain import as_stacked
 from ._base import ChainTagger
 
 
-def _shard_epoch(learner, X, y, classes, mixed):
-    """One epoch of ``learner`` on its shard, from the mixed weights.
+def _shard_epoch(learner, X, codes, classes, mixed):
+    """One epoch of ``learner`` on its shard (validated sentences and label
+    codes), from the mixed weights.
 
     ``mixed`` is None on the first epoch (the learner starts from zero, all
-    classes known) and with one shard.  Otherwise the learner's raw weights move to ``mixed``
-    as one step taken at its current averaging clock (W += D, U += c D with
-    D = mixed - W), so that its averaged weights stay the average of the
-    weights it actually held after each example.
+    classes known) and with one shard.  Otherwise the learner's raw weights
+    move to ``mixed`` as one step taken at its current averaging clock (W +=
+    D, U += c D with D = mixed - W), so that its averaged weights stay the
+    average of the weights it actually held after each example.  The public
+    weights are published once, after the last epoch.
     """
     if mixed is not None:
         w = learner._weights
@@ -28,7 +30,7 @@ def _shard_epoch(learner, X, y, classes, mixed):
             raw += step
             if acc is not None:
                 acc += w.n_seen * step
-    learner.partial_fit(X, y, classes=classes)
+    learner._train_encoded(X, codes, classes, 1, hasattr(learner, "_weights"), publish=False)
     return learner
 
 
@@ -126,13 +128,16 @@ class ParameterMixingTagger(ChainTagger):
         self : object
         """
         data = as_stacked(X)
-        classes, _ = self._labels(y, data)
+        classes, codes = self._labels(y, data)
         n = len(data)
         if self.n_shards > n:
             raise ValueError(f"n_shards={self.n_shards} is more than the {n} sentences")
         cuts = np.linspace(0, n, self.n_shards + 1).round().astype(int)
-        shards = [(data[a:b], [y[i] for i in range(a, b)]) for a, b in zip(cuts[:-1], cuts[1:])]
+        rows = data.offsets[cuts]
+        shards = [(data[a:b], codes[r:s]) for a, b, r, s in zip(cuts[:-1], cuts[1:], rows[:-1],
+                                                                 rows[1:])]
         learners = [clone(self.estimator) for _ in shards]
+        learners[0]._validate_params()
         mixed, history = None, []
         with Parallel(n_jobs=self.n_jobs) as parallel:
             for epoch in range(self.max_iter):
@@ -155,6 +160,8 @@ class ParameterMixingTagger(ChainTagger):
                           f"{h['updates']}, {self.n_shards} shards, {h['seconds']:.3f} s",
                           flush=True)
         # the model: the last mixture of the shards' (averaged) weights
+        for learner in learners:
+            learner._publish()
         final = [lr._weights.averaged() for lr in learners]
         W = sum(m * f[0] for m, f in zip(mu, final))
         P = sum(m * f[1] for m, f in zip(mu, final))
