@@ -324,6 +324,9 @@ def test_kernel_model_pickles_warm_starts_and_refuses_what_it_cannot_do():
     np.testing.assert_allclose(twice.dual_coef_, once.dual_coef_, rtol=1e-12)
     for a, b in zip(pickle.loads(pickle.dumps(once)).predict(X), once.predict(X)):
         np.testing.assert_array_equal(a, b)
+    # after a prediction too (its cached support index is not pickled)
+    for a, b in zip(pickle.loads(pickle.dumps(once)).predict(X), once.predict(X)):
+        np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="kernel"):
         twice.set_params(degree=3).fit(X, y)
     with pytest.raises(ValueError, match="same training set"):

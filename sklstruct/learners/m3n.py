@@ -386,6 +386,12 @@ class M3NSGDTagger(ChainLearner):
         self._index = None
 
     # -- prediction with support tokens --------------------------------------------
+    def __getstate__(self):
+        # the support index is a cache rebuilt on the first prediction
+        state = super().__getstate__()
+        state.pop("_index", None)
+        return state
+
     def _support_index(self):
         """(ChainData of the support vectors, KernelState with all of them in
         the index), built once per fitted model."""
