@@ -327,6 +327,13 @@ def test_kernel_model_pickles_warm_starts_and_refuses_what_it_cannot_do():
     # after a prediction too (its cached support index is not pickled)
     for a, b in zip(pickle.loads(pickle.dumps(once)).predict(X), once.predict(X)):
         np.testing.assert_array_equal(a, b)
+    # prediction and the objective use the fitted kernel, whatever the parameters say now
+    expected, J = once.predict(X), once.objective(X, y)
+    once.set_params(gamma=7.0, degree=3, kernel="linear")
+    for a, b in zip(once.predict(X), expected):
+        np.testing.assert_array_equal(a, b)
+    assert once.objective(X, y) == J
+    once.set_params(gamma=1.0, degree=2, kernel="poly")
     with pytest.raises(ValueError, match="kernel"):
         twice.set_params(degree=3).fit(X, y)
     with pytest.raises(ValueError, match="same training set"):

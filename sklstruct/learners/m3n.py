@@ -217,6 +217,9 @@ class M3NSGDTagger(ChainLearner):
 
     # -- state ---------------------------------------------------------------------
     def _kernel_params(self):
+        """(kernel, gamma, coef0, degree) of the parameters; the fitted model
+        keeps its own in ``_kernel``, which training (checked equal when
+        continuing), prediction and the objective use."""
         return (self.kernel, float(self.gamma), float(self.coef0), int(self.degree))
 
     def _weight_features(self, data):
@@ -273,17 +276,17 @@ class M3NSGDTagger(ChainLearner):
         typw = math.sqrt(1.0 / math.sqrt(lam))
         steps = (s, self.learning_rate, lam, float(self.eta0), float(self.mu),
                  float(self.smd_lambda), float(self.power_t), 1.0 / (typw * lam), 0.5 / lam)
-        if self.kernel == "linear":
+        if self._kernel[0] == "linear":
             result = sgd_epoch(data, codes, order, self._weights, self._aux, *steps)
         else:
             result = kernel_sgd_epoch(data, codes, order, self._support, self._weights,
                                       self._aux, _featureless(data), *steps,
-                                      *self._kernel_params())
+                                      *self._kernel)
         mistakes, updates, hinge, lo, hi = result
         self.eta_ = float(s[_ETA])
         record = {"mistakes": mistakes, "updates": updates, "mean_hinge": hinge / n,
                   "eta_min": lo, "eta_max": hi}
-        if self.kernel != "linear":
+        if self._kernel[0] != "linear":
             rows = np.flatnonzero(self._support.is_sup)
             self._support_vectors = _csr(data)[rows]
             record["n_support"] = len(rows)
@@ -293,7 +296,7 @@ class M3NSGDTagger(ChainLearner):
         """(||w||^2, W~ . V~) of the held representation, computed afresh."""
         a = self._sgd[0]
         W, P, V = self._weights.W, self._weights.P, self._aux
-        if self.kernel == "linear":
+        if self._kernel[0] == "linear":
             return a * a * (np.vdot(W, W) + np.vdot(P, P)), np.vdot(W, V.W) + np.vdot(P, V.P)
         ks = self._support
         rows = np.flatnonzero(ks.is_sup)
@@ -301,11 +304,11 @@ class M3NSGDTagger(ChainLearner):
         if len(rows):
             query = _rows_of(data, rows)
             if self._smd:
-                E, EV = kernel_emissions(data, ks, ks.beta, query, *self._kernel_params(),
+                E, EV = kernel_emissions(data, ks, ks.beta, query, *self._kernel,
                                          coef2=ks.vco)
                 wv += np.vdot(ks.beta[rows], EV)
             else:
-                E = kernel_emissions(data, ks, ks.beta, query, *self._kernel_params())
+                E = kernel_emissions(data, ks, ks.beta, query, *self._kernel)
             sq += np.vdot(ks.beta[rows], E)
         return a * a * sq, wv
 
@@ -335,7 +338,7 @@ class M3NSGDTagger(ChainLearner):
         if self._solver == "smo":
             return self._weights.averaged()
         s = dict(zip(STATE_FIELDS, self._sgd))
-        kernel = self.kernel != "linear"
+        kernel = self._kernel[0] != "linear"
         W = self._support.beta if kernel else self._weights.W
         P = self._weights.P
         if self._weights.average and s["n_avg"] > 0:
@@ -361,7 +364,7 @@ class M3NSGDTagger(ChainLearner):
             E = None
             sq = np.vdot(W, W)
         else:
-            E = kernel_emissions(data, self._support, W, data, *self._kernel_params())
+            E = kernel_emissions(data, self._support, W, data, *self._kernel)
             sq = np.vdot(W, E)
         return 0.5 * (sq + np.vdot(P, P)) + float(self.C) * float(
             _hinge_losses(data, codes, W, P, E, self._weights.order).sum())
@@ -421,7 +424,7 @@ class M3NSGDTagger(ChainLearner):
             mine = ks if len(ranges) == 1 else ks.thread_copy()
             E[offsets[a]:offsets[b]] = kernel_emissions(
                 sv_data, mine, self.dual_coef_, _rows_of(c, slice(offsets[a], offsets[b])),
-                *self._kernel_params())
+                *self._kernel)
         self._run(block, ranges)
         return E, P
 
@@ -463,14 +466,11 @@ def _rows_of(data, rows):
 
 def _hinge_losses(data, codes, W, P, E, order):
     """Per-sentence hinge losses for explicit weights W, or for the emission
-    scores E of every token (kernel models)."""
-    if E is None:
-        model = ChainWeights(W.shape[0], W.shape[1], False, order)
-        model.W[...] = W
-        model.P[...] = P
-        return hinge_losses(data, codes, model)
-    model = ChainWeights(E.shape[0], E.shape[1], False, order)
-    model.W[...] = E
+    scores E of every token (kernel models: decoded as the identity matrix's
+    rows times W = E)."""
+    if E is not None:
+        W, data = E, ChainData(*_identity(E.shape[0]), data.offsets, E.shape[0])
+    model = ChainWeights(W.shape[0], W.shape[1], False, order)
+    model.W[...] = W
     model.P[...] = P
-    return hinge_losses(ChainData(*_identity(E.shape[0]), data.offsets, E.shape[0]), codes,
-                        model)
+    return hinge_losses(data, codes, model)
