@@ -72,35 +72,31 @@ def timing(est, data, n_timing, tagged):
         if isinstance(est, F1MaxMarginParser):
             prep = clone_prepared(est, X, trees)
             m = len(prep["gold"])
+            scores = est._current_scores()
             tic = time.perf_counter()
             for i in range(m):
-                est._most_violated(i, prep, prep["feats"], prep["w_chain"])
+                est._most_violated(i, prep, scores)
             aug[L] = (time.perf_counter() - tic) / m if m else None
     return parse, aug
 
 
 def clone_prepared(est, X, trees):
-    """Gold decompositions of timing sentences in the trained grammar (sentences
-    whose gold tree uses a rule unseen in training are skipped)."""
+    """Loss-augmented inference data of timing sentences in the trained grammar
+    (sentences whose gold tree uses a rule unseen in training are skipped)."""
     from sklstruct.parsing import binarize, preprocess
-    from sklstruct.parsing.parser import _int_tree
+    from sklstruct.parsing.base import _int_tree
 
     g = est.compiled_
-    prep = {"gold": [], "psi": [], "feats": []}
+    kept, gold = [], []
     for tokens, tree in zip(X, trees):
         t = preprocess(tree, remove_self_unary=True)
         b = binarize(t, factor=est.factor, horizontal=est.horizontal, vertical=est.vertical)
         try:
-            dec = g.decompose(_int_tree(b, est.grammar_.index), len(tokens))
+            gold.append(g.decompose(_int_tree(b, est.grammar_.index), len(tokens)))
         except (KeyError, ValueError):
             continue
-        f = est.vectorizer_.transform([tokens])[0]
-        prep["gold"].append(dec)
-        prep["feats"].append(f)
-        prep["psi"].append(est._psi(dec, f))
-        prep.setdefault("masks", []).append(est._tag_mask(tokens))
-    prep["w_chain"] = g.chain_weights(est.w_unary_)
-    return prep
+        kept.append(tokens)
+    return est._training_data(kept, gold)
 
 
 def run(name, est, data, n_train, n_timing, tagged, queue):

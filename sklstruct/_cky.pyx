@@ -18,7 +18,11 @@ A tree over ``n`` tokens is built from
   base label) is the caller's decision, so CKY, loss-augmented CKY and any
   brute-force enumeration share one hypothesis space by construction;
 * the root symbol ``rho`` (the top of the chain over ``[0, n)``), one of
-  ``roots``, scored ``w_root[k]`` for ``rho = roots[k]``.
+  ``roots``, scored ``w_root[k]`` for ``rho = roots[k]``;
+* optionally, every node with symbol ``A`` over span ``[i, j)`` (preterminal,
+  binary or chain node) adds an *anchored* score ``span[span(i, j), A]``:
+  features of the span's words conjoined with its label (Hall, Durrett and
+  Klein 2014), which decompose over the same nodes as the rules.
 
 The score of a tree is the sum of its parts: ``w . Psi(x, y)`` of Bauer et al. 2017,
 section 2.1 (grammar-rule counts plus lexical features).
@@ -218,6 +222,7 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                  const int32_t* binary, const double* w_binary, const int32_t* bin_start,
                  const int32_t* chain_bottom, const double* w_chain, const int32_t* chain_start,
                  const int32_t* chain_nodes, const int32_t* chain_node_start,
+                 const double* span, bint has_span,
                  const int32_t* key, const uint8_t* gold, int n_keys,
                  const int32_t* gold_rule, const int32_t* gold_split,
                  const int32_t* gold_chain, const int32_t* gold_pos,
@@ -230,6 +235,7 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
     cdef Entry* ec
     cdef int length, i, j, s, A, B, C, r, c, k, m, nt, nf, dtp, dfp, mode_keys, mode_dec
     cdef Py_ssize_t sid, lsid, rsid, cell, lcell, rcell, a, b
+    cdef double anchor
     cdef bint single = loss_kind == K_NONE
     # #FP does not depend on tp: not tracking it keeps one entry per fp
     # count instead of one per (tp, fp) pair
@@ -248,6 +254,7 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                 # keyed counting of the node A over [i, j) (eqs. 8-9)
                 nt = 0
                 nf = 0
+                anchor = span[cell] if has_span else 0.0
                 if mode_keys and key[A] >= 0:
                     if gold[sid * n_keys + key[A]]:
                         nt = count_tp
@@ -260,8 +267,8 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                         continue
                     if mode_dec and A != gold_pos[i]:
                         nf = 1
-                    if add_candidate(cand, lex[i * S + A], -1, -1, A, -1, 0, nt, nf, fp_cap,
-                                     single) < 0:
+                    if add_candidate(cand, lex[i * S + A] + anchor, -1, -1, A, -1, 0, nt, nf,
+                                     fp_cap, single) < 0:
                         return -1
                 else:
                     for r in range(bin_start[A], bin_start[A + 1]):
@@ -279,7 +286,8 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                                 eb = &pool.data[a]
                                 for b in range(final_off[rcell], final_off[rcell] + final_cnt[rcell]):
                                     ec = &pool.data[b]
-                                    if add_candidate(cand, w_binary[r] + eb.score + ec.score,
+                                    if add_candidate(cand,
+                                                     w_binary[r] + anchor + eb.score + ec.score,
                                                      a, b, r, s, 1, nt + eb.tp + ec.tp,
                                                      dfp + eb.fp + ec.fp, fp_cap, single) < 0:
                                         return -1
@@ -295,6 +303,10 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                         continue
                     dtp = 0
                     dfp = 0
+                    anchor = 0.0
+                    if has_span:
+                        for k in range(chain_node_start[c], chain_node_start[c + 1]):
+                            anchor += span[sid * S + chain_nodes[k]]
                     if mode_keys:
                         for k in range(chain_node_start[c], chain_node_start[c + 1]):
                             m = key[chain_nodes[k]]
@@ -307,7 +319,7 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                         dfp = 1
                     for a in range(base_off[lcell], base_off[lcell] + base_cnt[lcell]):
                         eb = &pool.data[a]
-                        if add_candidate(cand, w_chain[c] + eb.score, a, -1, c, -1, 2,
+                        if add_candidate(cand, w_chain[c] + anchor + eb.score, a, -1, c, -1, 2,
                                          eb.tp + dtp, eb.fp + dfp, fp_cap, single) < 0:
                             return -1
                 if flush_cell(cand, pool, &final_off[cell], &final_cnt[cell], single, sc) < 0:
@@ -323,7 +335,8 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
         int loss_kind=LOSS_NONE, double const=0.0,
         int32_t[::1] key=None, uint8_t[:, ::1] gold=None, int n_gold=0,
         int32_t[::1] gold_rule=None, int32_t[::1] gold_split=None,
-        int32_t[::1] gold_chain=None, int32_t[::1] gold_pos=None, int fp_cap=32767):
+        int32_t[::1] gold_chain=None, int32_t[::1] gold_pos=None, int fp_cap=32767,
+        double[:, ::1] span=None):
     """Best (or most violating) tree of one sentence.
 
     Parameters
@@ -361,6 +374,9 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
         POS tags.
     fp_cap : int
         ``fp`` saturates here (1 for ``LOSS_ZERO_ONE``).
+    span : ((n + 1) ** 2, S) float64 or None
+        Anchored scores: ``span[i * (n + 1) + j, A]`` is added for every node
+        with symbol ``A`` over ``[i, j)`` (None: no anchored scores).
 
     Returns
     -------
@@ -415,6 +431,11 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
         raise ValueError("chain node symbol out of range")
     if roots.shape[0] and (np.asarray(roots).min() < 0 or np.asarray(roots).max() >= S):
         raise ValueError("root symbol out of range")
+    if span is not None and (span.shape[0] != W * W or span.shape[1] != S):
+        raise ValueError(f"span has shape {(span.shape[0], span.shape[1])}; expected "
+                         f"{(W * W, S)}")
+    if span is not None and not np.isfinite(np.asarray(span)).all():
+        raise ValueError("span scores must be finite")
     if loss_kind not in (LOSS_NONE, LOSS_F1, LOSS_FP, LOSS_ZERO_ONE):
         raise ValueError(f"unknown loss_kind {loss_kind}")
     if fp_cap < 1 or fp_cap > 32767:
@@ -491,10 +512,13 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
     cdef const double* p_wc = &w_chain[0] if Q else NULL
     cdef const int32_t* p_cn = &chain_nodes[0] if chain_nodes.shape[0] else &dummy_int
     cdef const int32_t* p_pos = &pos_ids[0] if P else &dummy_int
+    cdef double dummy_span = 0.0
+    cdef bint has_span = span is not None
+    cdef const double* p_span = &span[0, 0] if has_span else &dummy_span
     with nogil:
         status = run_cky(n, S, &lex[0, 0], p_pos, P, p_binary, p_wb, &bin_start[0],
                          p_cb, p_wc, &chain_start[0], p_cn, &chain_node_start[0],
-                         p_key, p_gold, n_keys, p_grule, p_gsplit, p_gchain, p_gpos,
+                         p_span, has_span, p_key, p_gold, n_keys, p_grule, p_gsplit, p_gchain, p_gpos,
                          loss_kind, fp_cap, &cand, &pool, &scratch, &base_off[0], &base_cnt[0],
                          &final_off[0], &final_cnt[0])
     try:

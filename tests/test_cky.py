@@ -88,8 +88,19 @@ def all_trees(g, n):
     return [t for t in final[0, n] if t[0] in set(g.roots.tolist())]
 
 
-def tree_score(g, tree, lex, wb, wu, wr):
+def random_span(rng, g, n, anchored):
+    """Anchored scores per (span, symbol), or None."""
+    return rng.normal(size=((n + 1) ** 2, g.n_symbols)) if anchored else None
+
+
+def tree_score(g, tree, lex, wb, wu, wr, span=None):
+    """w . Psi(x, y) from the tree's nodes; ``span[i * (n + 1) + j, A]`` added
+    for every node A over [i, j)."""
     score = wr[list(g.roots).index(tree[0])]
+    if span is not None:
+        W = int(round(np.sqrt(span.shape[0])))
+        order = brackets(tree, g.key_bin)[1]   # (symbol, i, j) of every node
+        score += sum(span[i * W + j, sym] for sym, i, j in order)
     stack = [tree]
     while stack:
         sym, kids = stack.pop()
@@ -147,21 +158,22 @@ SETTINGS = settings(max_examples=150, deadline=None,
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 4))
-def test_cky_matches_brute_force(seed, n):
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 4), anchored=st.booleans())
+def test_cky_matches_brute_force(seed, n, anchored):
     rng = np.random.default_rng(seed)
     g = random_grammar(rng)
     lex, wb, wu, wr = random_weights(rng, g, n)
+    span = random_span(rng, g, n, anchored)
     trees = all_trees(g, n)
-    res = g.decode(lex, wb, g.chain_weights(wu), wr)
+    res = g.decode(lex, wb, g.chain_weights(wu), wr, span=span)
     if not trees:
         assert res is None
         return
-    best = max(tree_score(g, t, lex, wb, wu, wr) for t in trees)
+    best = max(tree_score(g, t, lex, wb, wu, wr, span) for t in trees)
     assert res is not None
     assert res["value"] == pytest.approx(best)
     # the returned tree is a tree of the space with that score
-    assert tree_score(g, res["tree"], lex, wb, wu, wr) == pytest.approx(best)
+    assert tree_score(g, res["tree"], lex, wb, wu, wr, span) == pytest.approx(best)
     assert res["tree"] in trees
     # its decisions are the ones the joint feature map counts
     dec = g.decompose(res["tree"], n)
@@ -172,29 +184,32 @@ def test_cky_matches_brute_force(seed, n):
 
 @SETTINGS
 @given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 4),
-       loss=st.sampled_from(LOSSES), shift=st.floats(-2, 3))
-def test_loss_augmented_cky_matches_brute_force(seed, n, loss, shift):
+       loss=st.sampled_from(LOSSES), shift=st.floats(-2, 3), anchored=st.booleans())
+def test_loss_augmented_cky_matches_brute_force(seed, n, loss, shift, anchored):
     """max_y Delta(y*, y) (const + w.Psi(x, y)) (eqs. 3, 7) over all trees."""
     rng = np.random.default_rng(seed)
     g = random_grammar(rng)
     lex, wb, wu, wr = random_weights(rng, g, n)
+    span = random_span(rng, g, n, anchored)
     trees = all_trees(g, n)
     if not trees:
         return
     gold = trees[int(rng.integers(len(trees)))]
-    const = shift - tree_score(g, gold, lex, wb, wu, wr)
-    values = [brute_loss(g, gold, t, loss) * (const + tree_score(g, t, lex, wb, wu, wr))
+    const = shift - tree_score(g, gold, lex, wb, wu, wr, span)
+    values = [brute_loss(g, gold, t, loss) * (const + tree_score(g, t, lex, wb, wu, wr, span))
               for t in trees]
     best = max(values)
     dgold = g.decompose(gold, n)
-    res = g.decode(lex, wb, g.chain_weights(wu), wr, loss=loss, gold=dgold, const=const)
+    res = g.decode(lex, wb, g.chain_weights(wu), wr, loss=loss, gold=dgold, const=const,
+                   span=span)
     assert res is not None
     pred = res["tree"]
     # the value reported is the value of the tree returned
     d = brute_loss(g, gold, pred, loss)
     assert res["delta"] == pytest.approx(d)
     assert tree_loss(g, dgold, g.decompose(pred, n), loss) == pytest.approx(d)
-    assert res["value"] == pytest.approx(d * (const + tree_score(g, pred, lex, wb, wu, wr)))
+    assert res["value"] == pytest.approx(d * (const + tree_score(g, pred, lex, wb, wu, wr,
+                                                                 span)))
     if best > 1e-9:
         # exact whenever a constraint is violated (dominance pruning is exact then)
         assert res["value"] == pytest.approx(best)

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from joblib import parallel_config
+from joblib import Parallel, parallel_config
 from scipy.optimize import minimize
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
@@ -17,7 +17,9 @@ from sklstruct import F1MaxMarginParser, PCFGParser
 from sklstruct.parsing import Tree, binarize, parseval, unbinarize
 from sklstruct.qp import WorkingSetQP
 from sklstruct._qp import block_smo as smo
-from sklstruct.parsing.parser import _labelled_tree
+from sklstruct.parsing.base import _labelled_tree
+from sklstruct.parsing.parser import FEATURE_SETS
+from sklstruct.parsing.spans import SpanFeatures, word_signature
 
 from conftest import require_data
 
@@ -199,14 +201,139 @@ def test_fixed_tags_keep_the_given_tags():
     Xt = [t.pos() for t in trees]
     parser = F1MaxMarginParser(C=10, max_iter=30, fixed_tags=True).fit(Xt, trees)
     assert parser.converged_ and parser.score(Xt, trees) == 1.0
-    # tags that contradict the words are kept as given; an unknown tag leaves all open
+    # tags that contradict the words are kept as given where the grammar has
+    # a tree over them; an unknown tag leaves all open
     words = [w for w, _ in Xt[0]]
-    tags = [t for _, t in Xt[0]]
-    swapped = list(zip(words, tags[::-1]))
-    assert parser.predict([swapped])[0].pos() == swapped
+    odd = list(zip(words, ["NNP", "VBZ", "."]))
+    assert parser.predict([odd])[0].pos() == odd
+    # no tree over VBZ NN DT: parsed again with the tags open (not the flat
+    # fallback), other tags than the given ones penalised
+    swapped = list(zip(words, ["VBZ", "NN", "DT"]))
+    tree = parser.predict([swapped])[0]
+    assert tree.leaves() == words and tree.height() > 2
+    assert not parser.compiled_.decode(
+        parser._lexical_scores([swapped])[0], *parser._current_scores())
     free = parser.predict([[(w, "NOSUCHTAG") for w in words]])[0]
     assert free.leaves() == words
     assert F1MaxMarginParser(fixed_tags=False).fit(Xt, trees)._tag_mask(Xt[0]) is None
+
+
+FEATURE_CHOICES = [("rules",), ("pcfg",), ("spans",), ("rules", "pcfg"), ("rules", "spans"),
+                   FEATURE_SETS]
+
+
+@pytest.mark.parametrize("features", FEATURE_CHOICES)
+@pytest.mark.parametrize("tagged,fixed", [(False, False), (True, False), (True, True)])
+def test_psi_is_what_the_kernel_scores(features, tagged, fixed):
+    """For every feature set, w . Psi(x, y) of the tree CKY returns equals the
+    kernel's score at arbitrary weights (the joint feature map and the
+    decoding agree), with and without the loss."""
+    X, trees = toy()
+    X = [t.pos() for t in trees] if tagged else X
+    parser = F1MaxMarginParser(C=1, features=features, fixed_tags=fixed,
+                               max_iter=1).fit(X, trees)
+    rng = np.random.default_rng(0)
+    parser.coef_ = rng.normal(size=parser.coef_.shape)
+    parser._set_views()
+    tokens = [[tuple(t) for t in x] if tagged else list(x) for x in X]
+    prep = parser._prepare(X, trees)
+    data = parser._training_data(tokens, prep["gold"])
+    scores = parser._current_scores()
+    for i in range(len(X)):
+        sd = data["sd"]
+        res = parser.compiled_.decode(parser._lex(sd, i), *scores, span=parser._span(sd, i))
+        dec = {"binary": res["binary_rules"], "unary": res["unary_rules"], "root": res["root"],
+               "pos": res["pos"], "nodes": res["nodes"]}
+        assert (parser._psi(dec, sd, i) @ parser.coef_)[0] == pytest.approx(res["score"])
+        i_, value, psi, delta = parser._most_violated(i, data, scores)
+        if psi is not None:
+            expect = delta * (1 - ((data["psi"][i] - psi) @ parser.coef_)[0])
+            assert value == pytest.approx(expect)
+
+
+def test_features_parameter():
+    X, trees = toy()
+    for bad in ("bogus", (), ("rules", "rules"), ("rules", "nope")):
+        with pytest.raises(ValueError, match="features"):
+            F1MaxMarginParser(features=bad).fit(X, trees)
+    p = F1MaxMarginParser(features="spans", max_iter=40, C=100).fit(X, trees)
+    assert p.features_ == {"spans"} and p.w_binary_.size == 0 and p.w_pcfg_.size == 0
+    # span features conjoined with labels separate the toy treebank on their own
+    assert p.score(X, trees) == 1.0
+    rules = F1MaxMarginParser(features=("rules",), max_iter=2).fit(X, trees)
+    assert rules.w_span_.size == 0 and rules.w_pcfg_.size == 0
+    assert rules.coef_.size == (len(rules.compiled_.binary) + len(rules.compiled_.unary)
+                                + len(rules.compiled_.roots) + rules.w_lex_.size)
+
+
+def test_pcfg_features_start_at_the_pcfg():
+    """w = w0 (weight 1 on the PCFG's log-probabilities, 0 elsewhere) is the
+    maximum-likelihood PCFG: with a tiny C the max-margin parser predicts what
+    PCFGParser predicts."""
+    X, trees = toy()
+    Xt = [t.pos() for t in trees]
+    test = [[("the", "DT"), ("cat", "NN"), ("sees", "VBZ"), ("John", "NNP")],
+            [("a", "DT"), ("dog", "NN"), ("runs", "VBZ"), ("fast", "RB"), (".", ".")],
+            [("Mary", "NNP"), ("sees", "VBZ"), ("a", "DT"), ("big", "JJ"), ("cat", "NN")]]
+    pcfg = PCFGParser().fit(Xt, trees)
+    for features in (("pcfg",), FEATURE_SETS):
+        mm = F1MaxMarginParser(C=1e-8, features=features, max_iter=5).fit(Xt, trees)
+        np.testing.assert_allclose(mm.w_pcfg_, 1.0, atol=1e-6)
+        assert [str(t) for t in mm.predict(test + Xt)] == [str(t) for t in pcfg.predict(test + Xt)]
+
+
+@pytest.mark.parametrize("loss", ["f1", "zero_one"])
+def test_one_slack_and_n_slack_reach_the_same_objective(loss):
+    """Both solvers stop within tol of the optimum of eq. 2 (Joachims et al.
+    2009, Theorem 1: the 1-slack and n-slack problems share their optimum);
+    the 1-slack dual never decreases."""
+    X, trees = toy()
+    X = [t.pos() for t in trees]
+    C, tol = 5.0, 1e-3
+    objective = {}
+    for solver in ("n-slack", "1-slack"):
+        p = F1MaxMarginParser(C=C, loss=loss, solver=solver, tol=tol, max_iter=200).fit(X, trees)
+        assert p.converged_
+        duals = [h["dual"] for h in p.history_]
+        assert np.all(np.diff(duals) >= -1e-9)
+        prep = p._prepare(X, trees)
+        data = p._training_data([[tuple(t) for t in x] for x in X], prep["gold"])
+        w0 = np.zeros_like(p.coef_)
+        w0[p._offsets["pcfg"]:p._offsets["pcfg"] + 2] = 1
+        u = p.coef_ - w0
+        hinge = sum(v for _, v, _, _ in p._violators(data, Parallel(n_jobs=1)))
+        objective[solver] = (0.5 * u @ u + C / len(X) * hinge, duals[-1])
+    lo = max(d for _, d in objective.values())     # every dual bounds the optimum below
+    for primal, _ in objective.values():
+        assert lo - 1e-6 <= primal <= lo + 2 * tol * C
+    assert F1MaxMarginParser().solver == "1-slack"
+
+
+def test_span_features():
+    words = [["The", "cat", "sat", "."], ["A", "cat", "ran"]]
+    tags = [["DT", "NN", "VBD", "."], ["DT", "NN", "VBD"]]
+    f = SpanFeatures(min_count=2).fit(words, tags)
+    names = {}
+    for name, vals in f.values_.items():
+        for k in range(len(vals)):
+            names[f.offsets_[name] + k] = name
+    X = f.transform(words, tags)
+    W = 5
+    assert X[0].shape == (W * W, f.n_features_)
+    # span [1, 3) "cat sat": every template fires once
+    row = X[0][1 * W + 3]
+    assert sorted(names[c] for c in row.indices) == sorted(f.values_)
+    assert row.data.tolist() == [1.0] * len(f.values_)
+    # empty spans have no features; a span and its word classes: "cat" is
+    # frequent (2), "sat" rare -> its signature
+    assert X[0][3 * W + 1].nnz == 0 and X[0][2 * W + 2].nnz == 0
+    assert f._classes(["cat", "sat"]) == ["cat", word_signature("sat")]
+    # unseen values fire nothing: an unknown tag leaves only the word templates
+    Y = f.transform([["The", "dog"]], [["ZZ", "ZZ"]])[0]
+    fired = {names[c] for c in Y[0 * 3 + 2].indices}
+    assert "first_tag" not in fired and "bias" in fired and "length" in fired
+    with pytest.raises(ValueError, match="tags"):
+        f.transform(words)
 
 
 def test_verbose_and_history(capsys):
@@ -214,7 +341,9 @@ def test_verbose_and_history(capsys):
     parser = F1MaxMarginParser(C=1, max_iter=3, verbose=1).fit(X, trees)
     out = capsys.readouterr().out
     assert "iter   1" in out and "violated" in out and "dual" in out
-    assert len(parser.history_) == parser.n_iter_ <= 3
+    # n_iter_ counts inference passes; the 1-slack solver also logs the
+    # iterations it took from its cache
+    assert len([h for h in parser.history_ if not h["cached"]]) == parser.n_iter_ <= 3
     assert {"iteration", "violated", "constraints", "dual", "primal", "seconds"} <= set(parser.history_[0])
 
 
@@ -238,9 +367,9 @@ def test_n_jobs_is_bounded_by_the_cpus():
 class _PidRecordingParser(F1MaxMarginParser):
     pids = []
 
-    def _most_violated(self, i, data, feats, w_chain):
+    def _most_violated(self, i, data, scores):
         self.pids.append(os.getpid())
-        return super()._most_violated(i, data, feats, w_chain)
+        return super()._most_violated(i, data, scores)
 
 
 def test_parallel_inference_uses_threads_under_a_process_backend():

@@ -305,7 +305,8 @@ class CompiledGrammar:
         return {"loss_kind": LOSS_F1 if loss in ("f1", "f1_binarized") else LOSS_FP,
                 "key": key, "gold": table, "n_gold": int(keep.sum())}
 
-    def decode(self, lex_pos, w_binary, w_chain, w_root, loss=None, gold=None, const=0.0):
+    def decode(self, lex_pos, w_binary, w_chain, w_root, loss=None, gold=None, const=0.0,
+               span=None):
         """Best tree (``loss=None``, eq. 1) or the maximiser of eq. 3.
 
         Parameters
@@ -319,10 +320,14 @@ class CompiledGrammar:
         gold : dict from :meth:`decompose`, required with ``loss``
         const : float
             ``1 - w . Psi(x, y*)``.
+        span : ((n + 1) ** 2, n_symbols) float array or None
+            Anchored scores: ``span[i * (n + 1) + j, A]`` is added for every
+            node with symbol ``A`` over tokens ``[i, j)``.
 
         Returns
         -------
-        The kernel's result dict plus ``tree`` (integer tree), or None when
+        The kernel's result dict plus ``tree`` (integer tree) and ``nodes``
+        ((M, 3) int array: symbol, start, end of every node), or None when
         no tree of this length is derived from a root symbol.
         """
         lex_pos = np.asarray(lex_pos, dtype=np.float64)
@@ -340,6 +345,8 @@ class CompiledGrammar:
                 raise ValueError(f"unknown loss {loss!r}; expected one of {LOSSES}")
             kwargs = self.gold_tables(gold, n, loss)
             kwargs["const"] = float(const)
+        if span is not None:
+            kwargs["span"] = np.ascontiguousarray(span, dtype=np.float64)
         wb = np.ascontiguousarray(np.asarray(w_binary, dtype=np.float64)[self.bin_order])
         res = cky(n, lex, self.preterminals, self.binary_sorted, wb, self.bin_start,
                   self.chain_top, self.chain_bottom, np.ascontiguousarray(w_chain, dtype=np.float64),
@@ -350,8 +357,22 @@ class CompiledGrammar:
         res["binary_rules"] = self.bin_order[res["binary_rules"]]
         res["unary_rules"] = np.array([r for c in res["chains"] for r in self.chain_rules[c]],
                                       dtype=np.int64)
+        res["nodes"] = self._nodes(res["decisions"])
         res["tree"] = self.build_tree(res, n)
         return res
+
+    def _nodes(self, decisions):
+        """(symbol, start, end) of every node of a kernel result: each span's
+        chain holds its nodes above the base, then the base (binary node or
+        preterminal)."""
+        rows = []
+        for kind, ident, i, j, _ in decisions:
+            if kind == 1:
+                lo, hi = self.chain_node_start[ident], self.chain_node_start[ident + 1]
+                for sym in self.chain_nodes[lo:hi]:
+                    rows.append((int(sym), i, j))
+                rows.append((int(self.chain_bottom[ident]), i, j))
+        return np.array(rows, dtype=np.int64).reshape(-1, 3)
 
 
 def tree_loss(grammar, gold, pred, loss):

@@ -11,35 +11,24 @@ input validation, preprocessing, binarization, grammar extraction, CKY
 prediction and PARSEVAL scoring.
 """
 import time
-import warnings
-from collections.abc import Mapping
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, _fit_context
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
-from .._validation import (N_JOBS_CONSTRAINT, InputTypeError, check_sentence,
-                           check_sentence_list, describe, n_threads, sentence_tags)
+from .._validation import N_JOBS_CONSTRAINT, n_threads
 from ..features import SequenceVectorizer
 from ..qp import WorkingSetQP
-from .binarize import binarize, unbinarize
-from .evalb import parseval_f1
-from .model import LOSSES, CompiledGrammar
-from .grammar import Grammar
-from .tree import Tree, _check_tree, preprocess
+from .base import TAG_PENALTY, BaseParser
+from .model import LOSSES
+from .pcfg import PCFGParser
+from .spans import SpanFeatures
 
-#: Labels of a root bracket that is not counted (EVALB's COLLINS.prm).
-_ROOT_LABELS = ("TOP", "ROOT", "")
-
-#: Largest ``max_unary_chain``: the unary chains of a grammar are enumerated
-#: up to this length, and their number and size grow with it (a training tree
-#: with a chain of 1000 distinct labels would take cubic time and memory).
-#: Penn Treebank trees need at most a few.
-MAX_UNARY_CHAIN = 50
+#: Feature sets of :class:`F1MaxMarginParser` (its ``features`` parameter).
+FEATURE_SETS = ("rules", "pcfg", "spans")
 
 #: Default word features of the lexical scores (see
 #: :class:`~sklstruct.SequenceVectorizer` for the template language).
@@ -47,252 +36,35 @@ LEXICAL_FEATURES = ("bias", "word", "lower", "suffix1", "suffix2", "suffix3", "p
                     "shape", "is_title", "is_upper", "has_digit", "has_hyphen")
 
 
-def check_sentences(X, name="X"):
-    """Validate parser input: a list of non-empty token sequences, tokens all
-    ``str`` or all ``(word, tag)`` pairs.  Returns (list of word lists,
-    list of token lists, tagged flag)."""
-    if isinstance(X, Tree):
-        raise InputTypeError(f"{name}: expected a list of token sequences; got a Tree")
-    X = check_sentence_list(X, name, "token sequences", item_ndim=1)
-    words, tokens, tagged = [], [], None
-    for i, sent in enumerate(X):
-        if isinstance(sent, Tree):
-            raise InputTypeError(f"{name}[{i}]: expected a sequence of tokens; got a Tree")
-        toks = check_sentence(sent, f"{name}[{i}]", "tokens")
-        for t, tok in enumerate(toks):
-            is_pair = (isinstance(tok, (tuple, list)) and len(tok) == 2
-                       and all(isinstance(s, str) for s in tok))
-            if not (isinstance(tok, str) or is_pair):
-                raise InputTypeError(f"{name}[{i}][{t}]: must be a word (str) or a (word, tag) "
-                                     f"pair; got {describe(tok)}")
-            if tagged is None:
-                tagged = is_pair
-            elif tagged != is_pair:
-                raise ValueError(f"{name}[{i}][{t}]: mixing words and (word, tag) pairs")
-        tokens.append([tuple(t) if tagged else t for t in toks])
-        words.append([t[0] if tagged else t for t in toks])
-    return words, tokens, tagged
-
-
-def check_tree(tree, where):
-    """Raise ValueError (InputTypeError for a non-Tree) naming ``where`` unless
-    ``tree`` is a well-formed ``Tree`` (:func:`.tree._check_tree`: str labels
-    and words, no node containing itself; any depth)."""
-    if not isinstance(tree, Tree):
-        raise InputTypeError(f"{where}: expected a Tree; got {type(tree).__name__}")
-    try:
-        _check_tree(tree)
-    except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
-
-
-def _int_tree(tree, index):
-    """A binarized ``Tree`` as an integer tree of :mod:`.features`.  Iterative
-    (a binarized tree over n tokens can be n levels deep): nodes are visited
-    depth first, left to right, so preterminals get positions 0, 1, ..."""
-    top, pos = [], 0
-    stack = [(tree, top)]
-    while stack:
-        node, siblings = stack.pop()
-        if node.is_preterminal():
-            siblings.append((index[node.label], pos))
-            pos += 1
-        else:
-            kids = []
-            siblings.append((index[node.label], kids))
-            stack.extend((k, kids) for k in reversed(node.children))
-    return top[0]
-
-
-def _labelled_tree(int_tree, symbols, words):
-    """An integer tree back to a (binarized) ``Tree`` over ``words`` (iterative)."""
-    top = Tree("", [])
-    stack = [(int_tree, top)]
-    while stack:
-        (sym, kids), parent = stack.pop()
-        if isinstance(kids, (int, np.integer)):
-            parent.children.append(Tree(symbols[sym], [words[kids]]))
-        else:
-            node = Tree(symbols[sym], [])
-            parent.children.append(node)
-            stack.extend((k, node) for k in reversed(kids))
-    return top.children[0]
-
-
-def _max_chain(int_trees):
-    """Longest run of unary rules over one span in the training trees."""
-    best = 0
-    stack = [(t, 0) for t in int_trees]
-    while stack:
-        (sym, kids), run = stack.pop()
-        if isinstance(kids, (int, np.integer)):
-            continue
-        if len(kids) == 1:
-            best = max(best, run + 1)
-            stack.append((kids[0], run + 1))
-        else:
-            stack.extend((k, 0) for k in kids)
-    return best
-
-
-class BaseParser(BaseEstimator):
-    """Shared machinery of the parsers (not an estimator on its own).
-
-    Subclasses implement ``_fit_weights(data)`` (set ``w_binary_``,
-    ``w_unary_``, ``w_root_``) and ``_lexical_scores(tokens)`` (an
-    ``(n_tokens, n_tags)`` array).
-    """
-
-    _parameter_constraints = {
-        "factor": [StrOptions({"right", "left"})],
-        "horizontal": [Interval(Integral, 0, None, closed="left"), None],
-        "vertical": [Interval(Integral, 1, None, closed="left")],
-        "max_unary_chain": [Interval(Integral, 0, MAX_UNARY_CHAIN, closed="both"), None],
-        "max_length": [Interval(Integral, 1, 32000, closed="both")],
-    }
-
-    def __sklearn_tags__(self):
-        # X is a list of sentences (words, or (word, tag) pairs), y a list of
-        # trees: no 2-D array in, strings, a target required
-        return sentence_tags(super().__sklearn_tags__(), string=True)
-
-    # -- preprocessing ------------------------------------------------------
-
-    @staticmethod
-    def _preprocess(tree, i, name="y", remove_self_unary=True):
-        check_tree(tree, f"{name}[{i}]")
-        try:
-            return preprocess(tree, strip_functions=True, remove_empty=True,
-                              remove_self_unary=remove_self_unary)
-        except ValueError as exc:
-            raise ValueError(f"{name}[{i}]: {exc}") from None
-
-    def _check_length(self, words, name="X"):
-        for i, w in enumerate(words):
-            if len(w) > self.max_length:
-                raise ValueError(f"{name}[{i}]: has {len(w)} tokens, more than max_length="
-                                 f"{self.max_length}; raise max_length to parse it")
-
-    def _prepare(self, X, y):
-        """Validate, preprocess, binarize; build the grammar.  Returns a dict
-        of per-sentence data."""
-        words, tokens, tagged = check_sentences(X)
-        if (isinstance(y, (str, Tree, Mapping)) or not hasattr(y, "__len__")
-                or len(y) != len(words)):
-            raise ValueError(f"y must be a list of {len(words)} trees, one per sentence of X")
-        self._check_length(words)
-        trees = [self._preprocess(t, i) for i, t in enumerate(y)]
-        for i, (t, w) in enumerate(zip(trees, words)):
-            if t.leaves() != w:
-                raise ValueError(f"y[{i}]: the tree's leaves {t.leaves()[:8]}... do not match "
-                                 f"the words of X[{i}] {w[:8]}...")
-        btrees = [binarize(t, factor=self.factor, horizontal=self.horizontal,
-                           vertical=self.vertical) for t in trees]
-        grammar = Grammar.from_trees(btrees)
-        itrees = [_int_tree(b, grammar.index) for b in btrees]
-        chains = [_max_chain([t]) for t in itrees]
-        needed = max(chains)
-        if self.max_unary_chain is None and needed > MAX_UNARY_CHAIN:
-            i = int(np.argmax(chains))
-            raise ValueError(f"y[{i}]: has a chain of {needed} unary rules over one span; "
-                             f"the parser supports at most {MAX_UNARY_CHAIN} (set "
-                             f"max_unary_chain <= {MAX_UNARY_CHAIN} to train on it with "
-                             "shorter chains, or fix the tree)")
-        K = needed if self.max_unary_chain is None else self.max_unary_chain
-        if K < needed:
-            warnings.warn(f"max_unary_chain={K} is below the longest unary chain of the "
-                          f"training trees ({needed}): trees with longer chains cannot be "
-                          "predicted, and sentences whose every tree needs one get the flat "
-                          "fallback tree", UserWarning, stacklevel=3)
-        base = np.asarray(grammar.base, dtype=np.int64)
-        counted = base >= 0
-        for s, b in enumerate(base):
-            if b >= 0 and grammar.base_labels[b] in _ROOT_LABELS:
-                counted[s] = False
-        self.grammar_ = grammar
-        self.compiled_ = CompiledGrammar(len(grammar.symbols), grammar.binary, grammar.unary,
-                                         grammar.roots, grammar.preterminals, base, K,
-                                         counted=counted)
-        self.max_unary_chain_ = K
-        self.tagged_ = tagged
-        gold = [self.compiled_.decompose(t, len(w)) for t, w in zip(itrees, words)]
-        # the most frequent root label, for the documented fallback
-        roots, counts = np.unique([g["root"] for g in gold], return_counts=True)
-        self.fallback_root_ = grammar.symbols[roots[np.argmax(counts)]]
-        return {"words": words, "tokens": tokens, "trees": trees, "gold": gold}
-
-    # -- prediction -----------------------------------------------------------
-
-    def _to_tree(self, res, lex, words):
-        """Kernel result -> unbinarized Tree; the fallback when no parse."""
-        if res is None:
-            tags = [self.grammar_.symbols[t]
-                    for t in self.compiled_.preterminals[np.argmax(lex, axis=1)]]
-            return Tree(self.fallback_root_, [Tree(t, [w]) for t, w in zip(tags, words)])
-        return unbinarize(_labelled_tree(res["tree"], self.grammar_.symbols, words))
-
-    def predict(self, X):
-        """Parse sentences.
-
-        Parameters
-        ----------
-        X : list of token sequences
-            Words, or ``(word, tag)`` pairs if the parser was trained on them.
-
-        Returns
-        -------
-        trees : list of Tree
-            The best trees (eq. 1), unbinarized, with the words as leaves.
-            If the grammar derives no tree of a sentence's length from a
-            root symbol (a length never seen in training, or a
-            ``max_unary_chain`` below what the training trees need), the
-            sentence gets a flat tree: the most frequent root label over the
-            best-scoring POS tag of every word.
-        """
-        check_is_fitted(self, "w_binary_")
-        words, tokens, tagged = check_sentences(X)
-        if tagged != self.tagged_:
-            raise ValueError("X must hold " + ("(word, tag) pairs" if self.tagged_ else "words")
-                             + " as in fit")
-        self._check_length(words)
-        w_chain = self.compiled_.chain_weights(self.w_unary_)
-        out = []
-        for lex, w in zip(self._lexical_scores(tokens), words):
-            res = self.compiled_.decode(lex, self.w_binary_, w_chain, self.w_root_)
-            out.append(self._to_tree(res, lex, w))
-        return out
-
-    def score(self, X, y):
-        """Labelled-bracket F1 (PARSEVAL with EVALB's ``COLLINS.prm`` rules,
-        :func:`~sklstruct.parsing.parseval_f1`) of the predictions against the
-        gold trees ``y``, which are preprocessed for evaluation: function tags
-        and empty elements removed (X-over-X unaries are kept: EVALB counts
-        both brackets)."""
-        words = check_sentences(X)[0]
-        if (isinstance(y, (str, Tree, Mapping)) or not hasattr(y, "__len__")
-                or len(y) != len(words)):
-            raise ValueError(f"y must be a list of {len(words)} trees")
-        gold = [self._preprocess(t, i, remove_self_unary=False) for i, t in enumerate(y)]
-        for i, (t, w) in enumerate(zip(gold, words)):
-            if t.leaves() != w:
-                raise ValueError(f"y[{i}]: the tree's leaves {t.leaves()[:8]}... do not match "
-                                 f"the words of X[{i}] {w[:8]}...")
-        return parseval_f1(gold, self.predict(X))
-
-
 class F1MaxMarginParser(BaseParser):
     """Structural SVM parser trained for F1 on unbinarized trees (Bauer et al.
     2017 [1]_; equation and section numbers are theirs).
 
     Model (section 2.1): a tree ``y`` of the binarized grammar read off the
-    training trees scores ``w . Psi(x, y)``, the sum of the weights of its
-    binary rules, unary rules and root symbol plus lexical scores
-    ``v_t . phi(x_i)`` for the POS tag ``t`` of every token ``i`` (``phi``:
-    word identity, lower case, prefix/suffixes, shape, flags, the given tag
-    with ``(word, tag)`` input; unknown words are scored through their
-    spelling, so every tag is possible at every position).  Unary chains of
-    at most ``max_unary_chain`` rules sit above each span (see
-    :mod:`sklstruct.parsing.model` for the exact hypothesis space).
+    training trees scores ``w . Psi(x, y)``, a sum over the tree's nodes, so
+    that CKY and loss-augmented CKY stay exact.  ``features`` chooses the
+    parts of ``Psi``:
+
+    * ``"rules"`` (the paper's model): counts of the tree's binary rules,
+      unary rules and root symbol, plus lexical scores ``v_t . phi(x_i)``
+      for the POS tag ``t`` of every token ``i`` (``phi``: word identity,
+      lower case, prefix/suffixes, shape, flags, the given tag with
+      ``(word, tag)`` input; unknown words are scored through their
+      spelling, so every tag is possible at every position);
+    * ``"pcfg"``: two real-valued features, the log-probability of the
+      tree's rules and root and of its words given their tags under the
+      maximum-likelihood :class:`~sklstruct.parsing.PCFGParser` read off the
+      same training trees.  Their weights are ``1 + u`` with only ``u``
+      regularized, so ``w = 0`` elsewhere is the PCFG itself and small ``C``
+      keeps the model near it;
+    * ``"spans"``: surface features of the span of every node (first and
+      last word, the words just outside, their tags, length bucket, edge
+      shapes; rare words replaced by their signature), conjoined with the
+      node's label, in the style of Hall, Durrett and Klein [3]_
+      (:class:`~sklstruct.parsing.spans.SpanFeatures`).
+
+    Unary chains of at most ``max_unary_chain`` rules sit above each span
+    (see :mod:`sklstruct.parsing.model` for the exact hypothesis space).
 
     Learning (eq. 2, slack rescaling)::
 
@@ -324,6 +96,9 @@ class F1MaxMarginParser(BaseParser):
           nodes ("#FP (bin.)");
         * ``"zero_one"``: 0 if the binarized tree equals the gold one, else 1
           ("0/1 (bin.)").
+    features : str or tuple of str, default=("rules", "pcfg", "spans")
+        Parts of the joint feature map (see above); ``("rules",)`` is the
+        model of the paper's Table 1.
     factor : {"right", "left"}, default="right"
     horizontal : int >= 0 or None, default=1
     vertical : int >= 1, default=1
@@ -338,9 +113,11 @@ class F1MaxMarginParser(BaseParser):
         With ``(word, tag)`` input: True keeps every token's preterminal at
         its given tag (when the grammar has that tag; otherwise every tag
         stays open) in training, loss-augmented inference and prediction,
-        which also makes inference cheaper; False uses the given tag only as
-        a lexical feature, so the parser may re-tag a token.  No effect on
-        words-only input.
+        which also makes inference cheaper; a sentence over whose given tags
+        the grammar derives no tree is parsed again with every tag allowed,
+        tags other than the given ones penalised by ``log(1e-4)``.  False
+        uses the given tag only as a lexical feature, so the parser may
+        re-tag a token.  No effect on words-only input.
     max_iter : int, default=30
         Maximum number of cutting-plane iterations.
     tol : float, default=0.01
@@ -366,10 +143,20 @@ class F1MaxMarginParser(BaseParser):
     grammar_ : Grammar
     compiled_ : CompiledGrammar
     vectorizer_ : SequenceVectorizer
+    features_ : frozenset of str
+        The feature sets used.
     coef_ : ndarray
-        ``w``: binary rules, unary rules, roots, then lexical weights
-        (``n_word_features x n_tags``, row major).
-    w_binary_, w_unary_, w_root_, w_lex_ : views of ``coef_``
+        ``w``: binary rules, unary rules, roots, lexical weights
+        (``n_word_features x n_tags``, row major), the two PCFG weights, then
+        the span weights (``n_span_features x n_nonterminals``, row major);
+        a block is empty when its feature set is not used.
+    w_binary_, w_unary_, w_root_, w_lex_, w_pcfg_, w_span_ : views of ``coef_``
+    pcfg_ : PCFGParser
+        The maximum-likelihood PCFG of the ``"pcfg"`` features.
+    span_features_ : SpanFeatures
+        The span featurizer of the ``"spans"`` features.
+    span_symbols_ : ndarray
+        Symbols (nonterminals) of the columns of ``w_span_``.
     tag_column_ : dict
         POS tag -> column of ``w_lex_``.
     max_unary_chain_ : int
@@ -404,27 +191,34 @@ class F1MaxMarginParser(BaseParser):
     .. [2] I. Tsochantaridis, T. Joachims, T. Hofmann and Y. Altun, "Large
        Margin Methods for Structured and Interdependent Output Variables",
        Journal of Machine Learning Research 6, 1453-1484, 2005.
+    .. [3] D. Hall, G. Durrett and D. Klein, "Less Grammar, More Features",
+       Proceedings of the 52nd Annual Meeting of the Association for
+       Computational Linguistics (ACL), 228-237, 2014.
     """
 
     _parameter_constraints = {
         **BaseParser._parameter_constraints,
         "C": [Interval(Real, 0, None, closed="neither")],
         "loss": [StrOptions(set(LOSSES))],
+        "features": [StrOptions(set(FEATURE_SETS)), tuple, list],
         "lexical_features": [tuple, list, None],
         "fixed_tags": ["boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "qp_tol": [Interval(Real, 0, None, closed="neither")],
+        "solver": [StrOptions({"n-slack", "1-slack"})],
         "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
     }
 
-    def __init__(self, C=1.0, loss="f1", *, factor="right", horizontal=1, vertical=1,
+    def __init__(self, C=1.0, loss="f1", *, features=FEATURE_SETS, factor="right",
+                 horizontal=1, vertical=1,
                  max_unary_chain=None, lexical_features=None, fixed_tags=False, max_iter=30,
                  tol=0.01,
-                 qp_tol=1e-6, max_length=100, n_jobs=None, verbose=0):
+                 qp_tol=1e-6, solver="1-slack", max_length=100, n_jobs=None, verbose=0):
         self.C = C
         self.loss = loss
+        self.features = features
         self.factor = factor
         self.horizontal = horizontal
         self.vertical = vertical
@@ -434,22 +228,111 @@ class F1MaxMarginParser(BaseParser):
         self.max_iter = max_iter
         self.tol = tol
         self.qp_tol = qp_tol
+        self.solver = solver
         self.max_length = max_length
         self.n_jobs = n_jobs
         self.verbose = verbose
 
     # -- joint feature map ------------------------------------------------------
 
-    def _lexical_scores(self, tokens_list):
-        feats = self.vectorizer_.transform(tokens_list)
-        out = []
-        for f, tokens in zip(feats, tokens_list):
-            lex = np.asarray(f @ self.w_lex_)
-            mask = self._tag_mask(tokens)
-            if mask is not None:
-                lex[mask] = -np.inf
-            out.append(lex)
+    def _feature_sets(self):
+        sets = ((self.features,) if isinstance(self.features, str)
+                else tuple(self.features))
+        bad = [f for f in sets if f not in FEATURE_SETS]
+        if not sets or bad or len(set(sets)) != len(sets):
+            raise ValueError(f"features must be a non-empty selection of {FEATURE_SETS} "
+                             f"without repetition; got {self.features!r}")
+        return frozenset(sets)
+
+    def _layout(self):
+        """Blocks of ``coef_`` in order, as (name, size)."""
+        g, use = self.compiled_, self.features_
+        rules = "rules" in use
+        return [("binary", len(g.binary) if rules else 0),
+                ("unary", len(g.unary) if rules else 0),
+                ("root", len(g.roots) if rules else 0),
+                ("lexical", self.n_word_features_ * len(g.preterminals) if rules else 0),
+                ("pcfg", 2 if "pcfg" in use else 0),
+                ("span", self.span_features_.n_features_ * len(self.span_symbols_)
+                 if "spans" in use else 0)]
+
+    def _set_views(self):
+        off, self._offsets = 0, {}
+        for name, size in self._layout():
+            self._offsets[name] = off
+            off += size
+        o, w, g = self._offsets, self.coef_, self.compiled_
+        self.w_binary_ = w[o["binary"]:o["unary"]]
+        self.w_unary_ = w[o["unary"]:o["root"]]
+        self.w_root_ = w[o["root"]:o["lexical"]]
+        self.w_lex_ = w[o["lexical"]:o["pcfg"]].reshape(-1, len(g.preterminals))
+        self.w_pcfg_ = w[o["pcfg"]:o["span"]]
+        self.w_span_ = w[o["span"]:].reshape(-1, len(self.span_symbols_))
+
+    def _rule_scores(self):
+        g = self.compiled_
+        parts = [np.zeros(len(g.binary)), np.zeros(len(g.unary)), np.zeros(len(g.roots))]
+        if "rules" in self.features_:
+            parts = [self.w_binary_.copy(), self.w_unary_.copy(), self.w_root_.copy()]
+        if "pcfg" in self.features_:
+            theta = self.w_pcfg_[0]
+            parts[0] += theta * self.pcfg_.w_binary_
+            parts[1] += theta * self.pcfg_.w_unary_
+            parts[2] += theta * self.pcfg_.w_root_
+        return tuple(parts)
+
+    def _sentence_data(self, tokens_list):
+        """What the scores of the given sentences need: lexical features,
+        the PCFG's lexical log-probabilities, span features, tag masks."""
+        words = [[t[0] for t in toks] if self.tagged_ else list(toks) for toks in tokens_list]
+        tags = [[t[1] for t in toks] for toks in tokens_list] if self.tagged_ else None
+        use = self.features_
+        return {
+            "feats": (self.vectorizer_.transform(tokens_list) if "rules" in use
+                      else [None] * len(tokens_list)),
+            "pcfg_lex": (self.pcfg_._lexical_scores(tokens_list) if "pcfg" in use
+                         else [None] * len(tokens_list)),
+            "spans": (self.span_features_.transform(words, tags) if "spans" in use
+                      else [None] * len(tokens_list)),
+            "masks": [self._tag_mask(t) for t in tokens_list],
+            "n": [len(w) for w in words],
+        }
+
+    def _lex(self, sd, i, open_tags=False):
+        """Lexical scores (n, n_tags) of sentence i of ``_sentence_data``.
+        With ``fixed_tags`` the tags other than the given ones are excluded,
+        or with ``open_tags`` penalised by ``log(TAG_PENALTY)``."""
+        n, P = sd["n"][i], len(self.compiled_.preterminals)
+        lex = np.zeros((n, P))
+        if sd["feats"][i] is not None:
+            lex += np.asarray(sd["feats"][i] @ self.w_lex_)
+        if sd["pcfg_lex"][i] is not None:
+            lex += self.w_pcfg_[1] * sd["pcfg_lex"][i]
+        if sd["masks"][i] is not None:
+            if open_tags:
+                lex[sd["masks"][i]] += np.log(TAG_PENALTY)
+            else:
+                lex[sd["masks"][i]] = -np.inf
+        return lex
+
+    def _span(self, sd, i):
+        """Anchored scores ((n + 1) ** 2, n_symbols) of sentence i, or None."""
+        if sd["spans"][i] is None:
+            return None
+        F = sd["spans"][i]
+        out = np.zeros((F.shape[0], self.compiled_.n_symbols))
+        out[:, self.span_symbols_] = F @ self.w_span_
         return out
+
+    def _lexical_scores(self, tokens_list):
+        sd = self._sentence_data(tokens_list)
+        return [self._lex(sd, i) for i in range(len(tokens_list))]
+
+    def _token_scores(self, tokens_list):
+        sd = self._sentence_data(tokens_list)
+        return [(self._lex(sd, i), self._span(sd, i),
+                 None if sd["masks"][i] is None else self._lex(sd, i, open_tags=True))
+                for i in range(len(tokens_list))]
 
     def _tag_mask(self, tokens):
         """With ``fixed_tags`` and tagged input, the (n_tokens, n_tags) mask of
@@ -460,49 +343,71 @@ class F1MaxMarginParser(BaseParser):
         P = len(self.compiled_.preterminals)
         return (cols[:, None] >= 0) & (np.arange(P)[None, :] != cols[:, None])
 
-    def _psi(self, dec, feats):
-        """Psi(x, y) of a decomposed tree as a (1, d) CSR row."""
-        g = self.compiled_
-        R2, R1, R0, P = len(g.binary), len(g.unary), len(g.roots), len(g.preterminals)
-        lex0 = R2 + R1 + R0
+    def _psi(self, dec, sd, i):
+        """Psi(x, y) of a decomposed tree of sentence i of ``_sentence_data``
+        as a (1, d) CSR row."""
+        g, o, use = self.compiled_, self._offsets, self.features_
+        P = len(g.preterminals)
         cols = g.pos_column[dec["pos"]]
-        nnz = np.diff(feats.indptr)
-        idx = np.concatenate([
-            np.asarray(dec["binary"], dtype=np.int64),
-            R2 + np.asarray(dec["unary"], dtype=np.int64),
-            [R2 + R1 + g.root_column[dec["root"]]],
-            lex0 + feats.indices.astype(np.int64) * P + np.repeat(cols, nnz),
-        ])
-        data = np.concatenate([np.ones(len(idx) - feats.nnz), feats.data])
+        idx, data = [], []
+        if "rules" in use:
+            feats = sd["feats"][i]
+            idx += [o["binary"] + np.asarray(dec["binary"], dtype=np.int64),
+                    o["unary"] + np.asarray(dec["unary"], dtype=np.int64),
+                    [o["root"] + g.root_column[dec["root"]]],
+                    o["lexical"] + feats.indices.astype(np.int64) * P
+                    + np.repeat(cols, np.diff(feats.indptr))]
+            data += [np.ones(len(dec["binary"]) + len(dec["unary"]) + 1), feats.data]
+        if "pcfg" in use:
+            pc = self.pcfg_
+            grammar = (pc.w_binary_[np.asarray(dec["binary"], dtype=np.int64)].sum()
+                       + pc.w_unary_[np.asarray(dec["unary"], dtype=np.int64)].sum()
+                       + pc.w_root_[g.root_column[dec["root"]]])
+            lexical = sd["pcfg_lex"][i][np.arange(len(cols)), cols].sum()
+            idx.append([o["pcfg"], o["pcfg"] + 1])
+            data.append([grammar, lexical])
+        if "spans" in use:
+            nodes = np.asarray(dec["nodes"], dtype=np.int64).reshape(-1, 3)
+            col = self.span_column_[nodes[:, 0]]
+            nodes, col = nodes[col >= 0], col[col >= 0]
+            W = sd["n"][i] + 1
+            sub = sd["spans"][i][nodes[:, 1] * W + nodes[:, 2]]
+            N = len(self.span_symbols_)
+            idx.append(o["span"] + sub.indices.astype(np.int64) * N
+                       + np.repeat(col, np.diff(sub.indptr)))
+            data.append(sub.data)
+        idx = np.concatenate([np.asarray(a, dtype=np.int64) for a in idx])
+        data = np.concatenate([np.asarray(a, dtype=np.float64) for a in data])
         return sp.csr_matrix((data, (np.zeros(len(idx), dtype=np.int64), idx)),
                              shape=(1, self.n_weights_))
 
-    def _set_views(self):
-        g = self.compiled_
-        R2, R1, R0 = len(g.binary), len(g.unary), len(g.roots)
-        w = self.coef_
-        self.w_binary_ = w[:R2]
-        self.w_unary_ = w[R2:R2 + R1]
-        self.w_root_ = w[R2 + R1:R2 + R1 + R0]
-        self.w_lex_ = w[R2 + R1 + R0:].reshape(-1, len(g.preterminals))
-
     # -- training ------------------------------------------------------------------
 
-    def _most_violated(self, i, data, feats, w_chain):
-        """Loss-augmented inference for sentence i (eq. 3)."""
+    def _most_violated(self, i, data, scores):
+        """Loss-augmented inference for sentence i (eq. 3); ``scores`` are the
+        current (w_binary, w_chain, w_root)."""
         gold = data["gold"][i]
-        lex = np.asarray(feats[i] @ self.w_lex_)
-        masks = data.get("masks")
-        if masks is not None and masks[i] is not None:
-            lex[masks[i]] = -np.inf
+        sd = data["sd"]
         const = 1.0 - float((data["psi"][i] @ self.coef_)[0])
-        res = self.compiled_.decode(lex, self.w_binary_, w_chain, self.w_root_, loss=self.loss,
-                                    gold=gold, const=const)
+        wb, w_chain, wr = scores
+        res = self.compiled_.decode(self._lex(sd, i), wb, w_chain, wr, loss=self.loss,
+                                    gold=gold, const=const, span=self._span(sd, i))
         if res is None or res["value"] <= 0:
             return i, 0.0, None, 0.0
         dec = {"binary": res["binary_rules"], "unary": res["unary_rules"],
-               "root": res["root"], "pos": res["pos"]}
-        return i, res["value"], self._psi(dec, feats[i]), res["delta"]
+               "root": res["root"], "pos": res["pos"], "nodes": res["nodes"]}
+        return i, res["value"], self._psi(dec, sd, i), res["delta"]
+
+    def _current_scores(self):
+        wb, wu, wr = self._rule_scores()
+        return wb, self.compiled_.chain_weights(wu), wr
+
+    def _training_data(self, tokens_list, gold):
+        """Per-sentence data of loss-augmented inference: features, gold
+        decompositions and their Psi."""
+        sd = self._sentence_data(tokens_list)
+        return {"sd": sd, "gold": gold,
+                "psi": [self._psi(dec, sd, i) for i, dec in enumerate(gold)]}
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -520,53 +425,156 @@ class F1MaxMarginParser(BaseParser):
         self
         """
         tic = time.perf_counter()
-        data = self._prepare(X, y)
+        self.features_ = self._feature_sets()
+        prepared = self._prepare(X, y)
+        g = self.compiled_
+        tokens = prepared["tokens"]
+        n = len(tokens)
+        self.tag_column_ = {self.grammar_.symbols[s]: k for k, s in enumerate(g.preterminals)}
         templates = list(self.lexical_features or LEXICAL_FEATURES)
         if self.tagged_ and self.lexical_features is None:
             templates.append("pos")
-        self.vectorizer_ = SequenceVectorizer(templates)
-        feats = self.vectorizer_.fit_transform(data["tokens"])
-        g = self.compiled_
-        n = len(feats)
-        self.n_word_features_ = feats[0].shape[1]
-        self.n_weights_ = (len(g.binary) + len(g.unary) + len(g.roots)
-                           + self.n_word_features_ * len(g.preterminals))
+        self.vectorizer_ = SequenceVectorizer(templates).fit(tokens)
+        self.n_word_features_ = len(self.vectorizer_.vocabulary_)
+        if "pcfg" in self.features_:
+            self.pcfg_ = PCFGParser(factor=self.factor, horizontal=self.horizontal,
+                                    vertical=self.vertical)
+            for name in ("grammar_", "compiled_", "tagged_", "max_unary_chain_",
+                         "fallback_root_"):
+                setattr(self.pcfg_, name, getattr(self, name))
+            self.pcfg_._estimate(prepared)
+        self.span_symbols_ = np.flatnonzero(~g.is_preterminal)
+        self.span_column_ = np.full(g.n_symbols, -1, dtype=np.int64)
+        self.span_column_[self.span_symbols_] = np.arange(len(self.span_symbols_))
+        if "spans" in self.features_:
+            words = prepared["words"]
+            tags = [[t[1] for t in toks] for toks in tokens] if self.tagged_ else None
+            self.span_features_ = SpanFeatures().fit(words, tags)
+        self.n_weights_ = sum(size for _, size in self._layout())
         self.coef_ = np.zeros(self.n_weights_)
         self._set_views()
-        data["psi"] = [self._psi(dec, f) for dec, f in zip(data["gold"], feats)]
-        self.tag_column_ = {self.grammar_.symbols[s]: k for k, s in enumerate(g.preterminals)}
-        data["masks"] = [self._tag_mask(t) for t in data["tokens"]]
-        qp = WorkingSetQP(self.n_weights_, self.C / n)
+        # the PCFG's log-probabilities enter with weight 1 plus a learned
+        # deviation: w = w0 + u, with only u regularized (see Notes)
+        w0 = np.zeros(self.n_weights_)
+        if "pcfg" in self.features_:
+            w0[self._offsets["pcfg"]:self._offsets["pcfg"] + 2] = 1.0
+        self.coef_ = w0.copy()
+        self._set_views()
+        data = self._training_data(tokens, prepared["gold"])
         self.history_ = []
         self.converged_ = False
-        n_jobs = n_threads(self.n_jobs, n)
-        parallel = Parallel(n_jobs=n_jobs, require="sharedmem")
+        parallel = Parallel(n_jobs=n_threads(self.n_jobs, n), require="sharedmem")
+        solve = self._one_slack if self.solver == "1-slack" else self._n_slack
+        it = solve(data, w0, parallel, tic)
+        self.n_iter_ = it
+        return self
+
+    def _violators(self, data, parallel):
+        """Loss-augmented inference on every training sentence at the
+        current weights: (i, value, Psi of the tree, Delta) per sentence."""
+        scores = self._current_scores()
+        return parallel(delayed(self._most_violated)(i, data, scores)
+                        for i in range(len(data["gold"])))
+
+    def _log(self, it, violated, qp, primal, tic, cached=False):
+        entry = {"iteration": it, "violated": violated, "constraints": qp.n_constraints,
+                 "dual": qp.dual(), "primal": primal, "cached": cached,
+                 "seconds": time.perf_counter() - tic}
+        self.history_.append(entry)
+        if self.verbose:
+            print(f"[F1MaxMarginParser] iter {it:3d}{' (cache)' if cached else '        '}  "
+                  f"violated {violated:5d}  working set {qp.n_constraints:6d}  "
+                  f"dual {entry['dual']:.5g}  primal<= {primal:.5g}  "
+                  f"{entry['seconds']:.1f}s", flush=True)
+
+    def _n_slack(self, data, w0, parallel, tic):
+        """n-slack cutting planes: one constraint per violating sentence."""
+        n = len(data["gold"])
+        qp = WorkingSetQP(self.n_weights_, self.C / n)
         for it in range(1, self.max_iter + 1):
-            w_chain = g.chain_weights(self.w_unary_)
-            found = parallel(delayed(self._most_violated)(i, data, feats, w_chain)
-                             for i in range(n))
+            found = self._violators(data, parallel)
             xi = np.zeros(n)
             ws = qp.slacks()
             xi[:len(ws)] = ws
             values = np.array([v for _, v, _, _ in found])
-            primal = 0.5 * float(self.coef_ @ self.coef_) + self.C / n * values.sum()
-            new = [(i, psi, d) for (i, v, psi, d) in found if psi is not None and v > xi[i] + self.tol]
+            u = self.coef_ - w0
+            primal = 0.5 * float(u @ u) + self.C / n * values.sum()
+            new = [(i, psi, d) for (i, v, psi, d) in found
+                   if psi is not None and v > xi[i] + self.tol]
             if new:
                 rows = sp.vstack([d * (data["psi"][i] - psi) for i, psi, d in new], format="csr")
-                qp.add(rows, [d for _, _, d in new], [i for i, _, _ in new])
+                deltas = np.array([d for _, _, d in new])
+                # Delta (w0 + u) . dPsi >= Delta - xi  <=>  u . a >= Delta - a . w0
+                qp.add(rows, deltas - rows @ w0, [i for i, _, _ in new])
                 qp.solve(tol=self.qp_tol)
                 qp.remove_idle(patience=20)
-                self.coef_ = qp.w()
+                self.coef_ = w0 + qp.w()
                 self._set_views()
-            entry = {"iteration": it, "violated": len(new), "constraints": qp.n_constraints,
-                     "dual": qp.dual(), "primal": primal, "seconds": time.perf_counter() - tic}
-            self.history_.append(entry)
-            if self.verbose:
-                print(f"[F1MaxMarginParser] iter {it:3d}  violated {len(new):5d}  "
-                      f"working set {qp.n_constraints:6d}  dual {entry['dual']:.5g}  "
-                      f"primal<= {primal:.5g}  {entry['seconds']:.1f}s", flush=True)
+            self._log(it, len(new), qp, primal, tic)
             if not new:
                 self.converged_ = True
                 break
-        self.n_iter_ = it
-        return self
+        return it
+
+    def _one_slack(self, data, w0, parallel, tic):
+        """1-slack cutting planes with slack rescaling and a cache of the
+        trees inference returned (Joachims, Finley and Yu 2009, Algorithm 4
+        and its caching variant).  Returns the number of inference passes."""
+        n = len(data["gold"])
+        qp = WorkingSetQP(self.n_weights_, self.C)
+        cache = {}        # sentence -> list of (Delta * dPsi row, Delta), newest last
+        stacked = None
+        passes = it = 0
+        while passes < self.max_iter:
+            it += 1
+            xi = float(qp.slacks().max(initial=0.0))
+            if stacked is not None:
+                # the most violated constraint over the cached trees: per
+                # sentence the cached tree of largest Delta (1 - w.dPsi) > 0
+                rows, deltas, ex = stacked
+                margin = deltas - rows @ self.coef_
+                order = np.lexsort((-margin, ex))
+                first = order[np.r_[True, np.diff(ex[order]) != 0]]
+                sel = first[margin[first] > 0]
+                if margin[sel].sum() / n > xi + self.tol:
+                    self._add_one_slack(qp, rows[sel], deltas[sel], n, w0)
+                    self._log(it, len(sel), qp, float("nan"), tic, cached=True)
+                    continue
+            passes += 1
+            found = self._violators(data, parallel)
+            u = self.coef_ - w0
+            values = np.array([v for _, v, _, _ in found])
+            primal = 0.5 * float(u @ u) + self.C / n * values.sum()
+            viol = [(i, d * (data["psi"][i] - psi), d) for (i, v, psi, d) in found
+                    if psi is not None]
+            for i, row, d in viol:
+                cache.setdefault(i, []).append((row, d))
+                del cache[i][:-self._CACHE_SIZE]
+            if viol:
+                items = [(i, row, d) for i, lst in cache.items() for row, d in lst]
+                stacked = (sp.vstack([row for _, row, _ in items], format="csr"),
+                           np.array([d for _, _, d in items]),
+                           np.array([i for i, _, _ in items]))
+            violated = values.sum() / n > xi + self.tol
+            if violated:
+                self._add_one_slack(qp, sp.vstack([row for _, row, _ in viol], format="csr"),
+                                    np.array([d for _, _, d in viol]), n, w0)
+            self._log(it, len(viol), qp, primal, tic)
+            if not violated:
+                self.converged_ = True
+                break
+        return passes
+
+    #: Trees kept per sentence in the 1-slack cache.
+    _CACHE_SIZE = 10
+
+    def _add_one_slack(self, qp, rows, deltas, n, w0):
+        """Add the 1-slack constraint ``(1/n) sum_i Delta_i (w0 + u).dPsi_i >=
+        (1/n) sum_i Delta_i - xi`` of the given trees and re-solve."""
+        a = sp.csr_matrix(rows.sum(axis=0) / n)
+        b = float(deltas.sum()) / n
+        qp.add(a, [b - float((a @ w0)[0])], [0])
+        qp.solve(tol=self.qp_tol)
+        qp.remove_idle(patience=50)
+        self.coef_ = w0 + qp.w()
+        self._set_views()

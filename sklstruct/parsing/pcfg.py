@@ -8,14 +8,8 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
-from ..features import _shape
-from .parser import BaseParser
-
-
-def word_signature(word):
-    """Class of a rare or unknown word: collapsed shape and last two letters
-    (``"Confidence" -> "UNK|Xx|ce"``)."""
-    return f"UNK|{_shape(word)}|{word[-2:].lower()}"
+from .base import TAG_PENALTY, BaseParser
+from .spans import word_signature
 
 
 class PCFGParser(BaseParser):
@@ -73,7 +67,7 @@ class PCFGParser(BaseParser):
     }
 
     def __init__(self, *, factor="right", horizontal=1, vertical=1, max_unary_chain=None,
-                 max_length=100, unk_threshold=1, alpha=0.01, tag_penalty=1e-4):
+                 max_length=100, unk_threshold=1, alpha=0.01, tag_penalty=TAG_PENALTY):
         self.factor = factor
         self.horizontal = horizontal
         self.vertical = vertical
@@ -89,7 +83,11 @@ class PCFGParser(BaseParser):
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Estimate the PCFG from sentences ``X`` and trees ``y``."""
-        data = self._prepare(X, y)
+        return self._estimate(self._prepare(X, y))
+
+    def _estimate(self, data):
+        """Relative frequencies from the prepared training data (the output
+        of ``_prepare``, run by this parser or by one sharing its grammar)."""
         g = self.compiled_
         bin_ids = np.concatenate([d["binary"] for d in data["gold"]]).astype(np.int64)
         un_ids = np.concatenate([d["unary"] for d in data["gold"]]).astype(np.int64)

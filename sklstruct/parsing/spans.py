@@ -1,0 +1,173 @@
+"""Surface features of spans for the parsers (Hall, Durrett and Klein 2014)
+and the word classes of rare words.
+
+A constituent over tokens ``[i, j)`` is described by the words at and just
+outside its edges, their POS tags, its length and the shape of its
+boundaries.  :class:`SpanFeatures` computes these for every span of a
+sentence at once, as one sparse row per span; the parser conjoins them with
+the label of every node built over the span, so the features decompose over
+the nodes of a tree exactly as the grammar rules do and CKY stays exact.
+
+Rare words (fewer than ``min_count`` occurrences in training) are replaced by
+their :func:`word_signature`, so unknown words share the statistics of words
+that look like them.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from ..features import _shape
+
+#: Span templates (see :class:`SpanFeatures`).
+TEMPLATES = ("bias", "length", "first_word", "last_word", "word_before", "word_after",
+             "first_tag", "last_tag", "tag_before", "tag_after", "first_last_tag",
+             "outside_tags", "edge_shapes")
+
+#: Upper bounds of the span-length buckets (a span longer than the last one
+#: is in the last bucket).
+LENGTH_BUCKETS = (1, 2, 3, 4, 5, 7, 10, 15, 20, 30)
+
+# Bases of the conjoined codes: ids of tags (pairs) and edge shapes (four at a
+# time) stay below them, so the codes are distinct int64 values; ids beyond
+# them count as unseen.
+_B2 = 2 ** 30
+_B4 = 2 ** 15
+
+
+def word_signature(word):
+    """Class of a rare or unknown word: collapsed shape and last two letters
+    (``"Confidence" -> "UNK|Xx|ce"``)."""
+    return f"UNK|{_shape(word)}|{word[-2:].lower()}"
+
+
+def _edge_shape(word):
+    """Coarse class of a word at a span edge: its first character's type
+    (``X``, ``x``, ``d``), or the word itself for punctuation."""
+    c = word[:1]
+    if c.isupper():
+        return "X"
+    if c.islower():
+        return "x"
+    if c.isdigit():
+        return "d"
+    return word if len(word) <= 3 else "o"
+
+
+class SpanFeatures:
+    """Features of every span ``[i, j)`` of a sentence, as rows of a sparse
+    matrix indexed by span id ``i * (n + 1) + j``.
+
+    Templates (values seen in training only; an unseen value fires nothing):
+    a bias, the length bucket, the class of the first and last word of the
+    span and of the words just before and after it (``<s>``, ``</s>`` at the
+    sentence edges), the same four POS tags with tagged input, the pairs
+    (first tag, last tag) and (tag before, tag after), and the coarse shapes
+    of the four edge words together.
+
+    Parameters
+    ----------
+    min_count : int, default=2
+        Words seen fewer times in training are replaced by their
+        :func:`word_signature` (lower case otherwise).
+    """
+
+    def __init__(self, min_count=2):
+        self.min_count = min_count
+
+    # -- token classes ---------------------------------------------------------
+
+    def _classes(self, words):
+        return [w.lower() if self.counts_.get(w.lower(), 0) >= self.min_count
+                else word_signature(w) for w in words]
+
+    def _codes(self, words, tags):
+        """Per template, the integer code of every span of one sentence (rows
+        in span order: length, then start), and the span ids."""
+        n = len(words)
+        W = n + 1
+        # padded token arrays: 0 = <s>, 1..n = tokens, n + 1 = </s>
+        wc = np.array([1] + [self.word_ids_.setdefault(c, len(self.word_ids_) + 3)
+                             if self._growing else self.word_ids_.get(c, 0)
+                             for c in self._classes(words)] + [2], dtype=np.int64)
+        sh = np.array([1] + [self.shape_ids_.setdefault(s, len(self.shape_ids_) + 3)
+                             if self._growing else self.shape_ids_.get(s, 0)
+                             for s in map(_edge_shape, words)] + [2], dtype=np.int64)
+        sh[sh >= _B4] = 0
+        i, j = np.triu_indices(W, k=1)
+        length = j - i
+        codes = {
+            "bias": np.zeros(len(i), dtype=np.int64),
+            "length": np.searchsorted(LENGTH_BUCKETS, length).astype(np.int64),
+            "first_word": wc[i + 1], "last_word": wc[j],
+            "word_before": wc[i], "word_after": wc[j + 1],
+            "edge_shapes": ((sh[i] * _B4 + sh[i + 1]) * _B4 + sh[j]) * _B4 + sh[j + 1],
+        }
+        if tags is not None:
+            tc = np.array([1] + [self.tag_ids_.setdefault(t, len(self.tag_ids_) + 3)
+                                 if self._growing else self.tag_ids_.get(t, 0)
+                                 for t in tags] + [2], dtype=np.int64)
+            tc[tc >= _B2] = 0
+            codes.update({
+                "first_tag": tc[i + 1], "last_tag": tc[j],
+                "tag_before": tc[i], "tag_after": tc[j + 1],
+                "first_last_tag": tc[i + 1] * _B2 + tc[j],
+                "outside_tags": tc[i] * _B2 + tc[j + 1],
+            })
+        return codes, i * W + j
+
+    # -- fit / transform -------------------------------------------------------
+
+    def fit(self, words_list, tags_list=None):
+        """Learn the word classes and the template values seen in
+        ``words_list`` (lists of words; ``tags_list``: their POS tags or
+        None)."""
+        counts = {}
+        for words in words_list:
+            for w in words:
+                lw = w.lower()
+                counts[lw] = counts.get(lw, 0) + 1
+        self.counts_ = counts
+        self.word_ids_, self.shape_ids_, self.tag_ids_ = {}, {}, {}
+        self.tagged_ = tags_list is not None
+        self._growing = True
+        seen = {}
+        try:
+            for k, words in enumerate(words_list):
+                codes, _ = self._codes(words, tags_list[k] if self.tagged_ else None)
+                for name, c in codes.items():
+                    seen.setdefault(name, []).append(np.unique(c))
+        finally:
+            self._growing = False
+        self.values_ = {name: np.unique(np.concatenate(seen[name]))
+                        for name in TEMPLATES if name in seen}
+        self.offsets_ = {}
+        total = 0
+        for name, vals in self.values_.items():
+            self.offsets_[name] = total
+            total += len(vals)
+        self.n_features_ = total
+        return self
+
+    def transform(self, words_list, tags_list=None):
+        """One CSR matrix ``((n + 1) ** 2, n_features_)`` per sentence; row
+        ``i * (n + 1) + j`` holds the features of span ``[i, j)`` (rows of
+        empty spans ``j <= i`` are empty)."""
+        if (tags_list is not None) != self.tagged_:
+            raise ValueError("tags must be given if and only if they were given in fit")
+        out = []
+        for k, words in enumerate(words_list):
+            codes, sid = self._codes(words, tags_list[k] if self.tagged_ else None)
+            cols, rows = [], []
+            for name, vals in self.values_.items():
+                c = codes[name]
+                pos = np.searchsorted(vals, c)
+                pos = np.minimum(pos, len(vals) - 1)
+                hit = vals[pos] == c
+                cols.append(self.offsets_[name] + pos[hit])
+                rows.append(sid[hit])
+            rows = np.concatenate(rows)
+            cols = np.concatenate(cols)
+            W = len(words) + 1
+            m = sp.csr_matrix((np.ones(len(rows)), (rows, cols)),
+                              shape=(W * W, self.n_features_))
+            out.append(m)
+        return out
