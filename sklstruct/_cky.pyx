@@ -22,7 +22,9 @@ A tree over ``n`` tokens is built from
 * optionally, every node with symbol ``A`` over span ``[i, j)`` (preterminal,
   binary or chain node) adds an *anchored* score ``span[span(i, j), A]``:
   features of the span's words conjoined with its label (Hall, Durrett and
-  Klein 2014), which decompose over the same nodes as the rules.
+  Klein 2014), which decompose over the same nodes as the rules; and every
+  binary node with parent ``A`` split at ``s`` adds ``split[s, A]`` (the
+  words around the split point conjoined with the parent).
 
 The score of a tree is the sum of its parts: ``w . Psi(x, y)`` of Bauer et al. 2017,
 section 2.1 (grammar-rule counts plus lexical features).
@@ -140,12 +142,14 @@ cdef struct Scratch:
 
 
 cdef int flush_cell(Buffer* cand, Buffer* pool, int32_t* off, int32_t* cnt,
-                    bint single, Scratch* sc) noexcept nogil:
+                    bint single, Scratch* sc, double floor) noexcept nogil:
     """Move the non-dominated candidates into the pool as one cell.
 
     Keeps the best candidate per (tp, fp), then those whose score is above
     every other candidate with tp' <= tp and fp' >= fp (a sweep over tp
     ascending and fp descending with suffix maxima): O(#candidates + T * F).
+    Candidates scoring below ``floor`` are dropped first (the outside bound
+    of :func:`cky`; ``-INFINITY``: none).
     """
     cdef Py_ssize_t a, k, t, f, tmax = 0, fmax = 0, stride, best
     cdef double run, v
@@ -165,6 +169,8 @@ cdef int flush_cell(Buffer* cand, Buffer* pool, int32_t* off, int32_t* cnt,
         cand.size = 0
         return 0
     for a in range(cand.size):
+        if cand.data[a].score < floor:
+            continue
         if cand.data[a].tp > tmax:
             tmax = cand.data[a].tp
         if cand.data[a].fp > fmax:
@@ -181,6 +187,8 @@ cdef int flush_cell(Buffer* cand, Buffer* pool, int32_t* off, int32_t* cnt,
     for k in range((tmax + 1) * stride):
         sc.grid[k] = -1
     for a in range(cand.size):
+        if cand.data[a].score < floor:
+            continue
         k = cand.data[a].tp * stride + cand.data[a].fp
         if sc.grid[k] < 0 or cand.data[a].score > cand.data[sc.grid[k]].score:
             sc.grid[k] = <int32_t> a
@@ -222,11 +230,12 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                  const int32_t* binary, const double* w_binary, const int32_t* bin_start,
                  const int32_t* chain_bottom, const double* w_chain, const int32_t* chain_start,
                  const int32_t* chain_nodes, const int32_t* chain_node_start,
-                 const double* span, bint has_span,
+                 const double* span, bint has_span, const double* split, bint has_split,
                  const int32_t* key, const uint8_t* gold, int n_keys,
                  const int32_t* gold_rule, const int32_t* gold_split,
                  const int32_t* gold_chain, const int32_t* gold_pos,
-                 int loss_kind, int fp_cap,
+                 int loss_kind, int fp_cap, const double* floor_base,
+                 const double* floor_final,
                  Buffer* cand, Buffer* pool, Scratch* sc, int32_t* base_off, int32_t* base_cnt,
                  int32_t* final_off, int32_t* final_cnt) noexcept nogil:
     """Fill the base and final cells of every span bottom-up.  Returns -1 on
@@ -235,7 +244,7 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
     cdef Entry* ec
     cdef int length, i, j, s, A, B, C, r, c, k, m, nt, nf, dtp, dfp, mode_keys, mode_dec
     cdef Py_ssize_t sid, lsid, rsid, cell, lcell, rcell, a, b
-    cdef double anchor
+    cdef double anchor, at_split
     cdef bint single = loss_kind == K_NONE
     # #FP does not depend on tp: not tracking it keeps one entry per fp
     # count instead of one per (tp, fp) pair
@@ -275,6 +284,7 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                         B = binary[3 * r + 1]
                         C = binary[3 * r + 2]
                         for s in range(i + 1, j):
+                            at_split = split[s * S + A] if has_split else 0.0
                             lcell = (i * W + s) * S + B
                             rcell = (s * W + j) * S + C
                             if final_cnt[lcell] == 0 or final_cnt[rcell] == 0:
@@ -287,11 +297,13 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                                 for b in range(final_off[rcell], final_off[rcell] + final_cnt[rcell]):
                                     ec = &pool.data[b]
                                     if add_candidate(cand,
-                                                     w_binary[r] + anchor + eb.score + ec.score,
+                                                     w_binary[r] + anchor + at_split
+                                                     + eb.score + ec.score,
                                                      a, b, r, s, 1, nt + eb.tp + ec.tp,
                                                      dfp + eb.fp + ec.fp, fp_cap, single) < 0:
                                         return -1
-                if flush_cell(cand, pool, &base_off[cell], &base_cnt[cell], single, sc) < 0:
+                if flush_cell(cand, pool, &base_off[cell], &base_cnt[cell], single, sc,
+                              floor_base[cell] if floor_base != NULL else -INFINITY) < 0:
                     return -1
             # ---- final cells: one chain (possibly the identity) on top -------
             for A in range(S):
@@ -322,7 +334,8 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
                         if add_candidate(cand, w_chain[c] + anchor + eb.score, a, -1, c, -1, 2,
                                          eb.tp + dtp, eb.fp + dfp, fp_cap, single) < 0:
                             return -1
-                if flush_cell(cand, pool, &final_off[cell], &final_cnt[cell], single, sc) < 0:
+                if flush_cell(cand, pool, &final_off[cell], &final_cnt[cell], single, sc,
+                              floor_final[cell] if floor_final != NULL else -INFINITY) < 0:
                     return -1
     return 0
 
@@ -336,7 +349,7 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
         int32_t[::1] key=None, uint8_t[:, ::1] gold=None, int n_gold=0,
         int32_t[::1] gold_rule=None, int32_t[::1] gold_split=None,
         int32_t[::1] gold_chain=None, int32_t[::1] gold_pos=None, int fp_cap=32767,
-        double[:, ::1] span=None):
+        double[:, ::1] span=None, double[:, ::1] split=None, bint prune=False):
     """Best (or most violating) tree of one sentence.
 
     Parameters
@@ -377,6 +390,18 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
     span : ((n + 1) ** 2, S) float64 or None
         Anchored scores: ``span[i * (n + 1) + j, A]`` is added for every node
         with symbol ``A`` over ``[i, j)`` (None: no anchored scores).
+    split : (n + 1, S) float64 or None
+        ``split[s, A]`` is added for every binary node with parent ``A``
+        split at ``s`` (None: none).
+    prune : bool
+        With a loss: parse without it first, compute every cell's Viterbi
+        outside score (the best score of the rest of a tree around it), and
+        drop every entry ``e`` of a cell whose ``const + e.score + outside``
+        is negative: every tree through it has ``const + score <= 0`` and so
+        a value ``Delta * (const + score) <= 0``, which violates no
+        constraint.  The best entry of every cell is kept, so a tree is
+        returned whenever one exists.  The result is unchanged whenever the
+        optimum of eq. 7 is positive (otherwise its value stays ``<= 0``).
 
     Returns
     -------
@@ -436,12 +461,18 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
                          f"{(W * W, S)}")
     if span is not None and not np.isfinite(np.asarray(span)).all():
         raise ValueError("span scores must be finite")
+    if split is not None and (split.shape[0] != W or split.shape[1] != S):
+        raise ValueError(f"split has shape {(split.shape[0], split.shape[1])}; expected "
+                         f"{(W, S)}")
+    if split is not None and not np.isfinite(np.asarray(split)).all():
+        raise ValueError("split scores must be finite")
     if loss_kind not in (LOSS_NONE, LOSS_F1, LOSS_FP, LOSS_ZERO_ONE):
         raise ValueError(f"unknown loss_kind {loss_kind}")
     if fp_cap < 1 or fp_cap > 32767:
         raise ValueError("fp_cap must be in [1, 32767]")
     if loss_kind == LOSS_ZERO_ONE:
         fp_cap = 1
+
     cdef uint8_t dummy_gold = 0
     cdef int32_t dummy_int = -1
     cdef const int32_t* p_key = &dummy_int
@@ -515,12 +546,40 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
     cdef double dummy_span = 0.0
     cdef bint has_span = span is not None
     cdef const double* p_span = &span[0, 0] if has_span else &dummy_span
+    cdef bint has_split = split is not None
+    cdef const double* p_split = &split[0, 0] if has_split else &dummy_span
+    cdef bint outside = prune and loss_kind != LOSS_NONE
+    floor_base_a = np.full(n_cells if outside else 1, -np.inf)
+    floor_final_a = np.full(n_cells if outside else 1, -np.inf)
+    cdef double[::1] floor_base = floor_base_a
+    cdef double[::1] floor_final = floor_final_a
+    status = 0
     with nogil:
-        status = run_cky(n, S, &lex[0, 0], p_pos, P, p_binary, p_wb, &bin_start[0],
-                         p_cb, p_wc, &chain_start[0], p_cn, &chain_node_start[0],
-                         p_span, has_span, p_key, p_gold, n_keys, p_grule, p_gsplit, p_gchain, p_gpos,
-                         loss_kind, fp_cap, &cand, &pool, &scratch, &base_off[0], &base_cnt[0],
-                         &final_off[0], &final_cnt[0])
+        if outside:
+            # plain CKY, then the outside scores of every cell give floors
+            status = run_cky(n, S, &lex[0, 0], p_pos, P, p_binary, p_wb, &bin_start[0],
+                             p_cb, p_wc, &chain_start[0], p_cn, &chain_node_start[0],
+                             p_span, has_span, p_split, has_split, p_key, p_gold, n_keys,
+                             p_grule, p_gsplit, p_gchain, p_gpos, K_NONE, fp_cap, NULL, NULL,
+                             &cand, &pool, &scratch, &base_off[0], &base_cnt[0],
+                             &final_off[0], &final_cnt[0])
+            if status == 0:
+                outside_floors(n, S, pool, p_binary, p_wb, &bin_start[0], p_cb, p_wc,
+                               &chain_start[0], p_cn, &chain_node_start[0], p_span, has_span,
+                               p_split, has_split, &roots[0] if roots.shape[0] else &dummy_int,
+                               &w_root[0] if roots.shape[0] else NULL, roots.shape[0], const,
+                               &base_off[0], &base_cnt[0], &final_off[0], &final_cnt[0],
+                               &floor_base[0], &floor_final[0])
+                pool.size = 0
+        if status == 0:
+            status = run_cky(n, S, &lex[0, 0], p_pos, P, p_binary, p_wb, &bin_start[0],
+                             p_cb, p_wc, &chain_start[0], p_cn, &chain_node_start[0],
+                             p_span, has_span, p_split, has_split, p_key, p_gold, n_keys,
+                             p_grule, p_gsplit, p_gchain, p_gpos, loss_kind, fp_cap,
+                             &floor_base[0] if outside else NULL,
+                             &floor_final[0] if outside else NULL,
+                             &cand, &pool, &scratch, &base_off[0], &base_cnt[0],
+                             &final_off[0], &final_cnt[0])
     try:
         if status < 0:
             raise MemoryError("loss-augmented CKY ran out of memory (or a count exceeded "
@@ -531,6 +590,96 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
         free(pool.data)
         free(cand.data)
         free(scratch.grid)
+
+
+cdef void outside_floors(int n, int S, Buffer pool, const int32_t* binary,
+                         const double* w_binary, const int32_t* bin_start,
+                         const int32_t* chain_bottom, const double* w_chain,
+                         const int32_t* chain_start, const int32_t* chain_nodes,
+                         const int32_t* chain_node_start, const double* span, bint has_span,
+                         const double* split, bint has_split, const int32_t* roots,
+                         const double* w_root, Py_ssize_t n_roots, double const,
+                         const int32_t* base_off, const int32_t* base_cnt,
+                         const int32_t* final_off, const int32_t* final_cnt,
+                         double* floor_base, double* floor_final) noexcept nogil:
+    """Viterbi outside scores of the cells of a plain CKY pass (one entry per
+    cell in ``pool``), turned into floors: an entry of a cell scoring below
+    ``-const - outside`` cannot complete to a tree with ``const + score > 0``.
+    The floor arrays hold the outside scores while they are computed (spans
+    from the longest down; in a span, final cells before base cells)."""
+    cdef int W = n + 1, length, i, j, s, A, B, C, r, c, k
+    cdef Py_ssize_t sid, cell, lcell, rcell, n_cells = <Py_ssize_t> W * W * S
+    cdef double o, v, anchor, li, ri, tol
+    for cell in range(n_cells):
+        floor_base[cell] = -INFINITY
+        floor_final[cell] = -INFINITY
+    for k in range(n_roots):
+        cell = (<Py_ssize_t> n) * S + roots[k]          # span [0, n)
+        if w_root[k] > floor_final[cell]:
+            floor_final[cell] = w_root[k]
+    for length in range(n, 0, -1):
+        for i in range(0, n - length + 1):
+            j = i + length
+            sid = i * W + j
+            # final cells -> the base under each chain
+            for A in range(S):
+                o = floor_final[sid * S + A]
+                if o == -INFINITY or final_cnt[sid * S + A] == 0:
+                    continue
+                for c in range(chain_start[A], chain_start[A + 1]):
+                    B = chain_bottom[c]
+                    if base_cnt[sid * S + B] == 0:
+                        continue
+                    anchor = 0.0
+                    if has_span:
+                        for k in range(chain_node_start[c], chain_node_start[c + 1]):
+                            anchor += span[sid * S + chain_nodes[k]]
+                    v = o + w_chain[c] + anchor
+                    if v > floor_base[sid * S + B]:
+                        floor_base[sid * S + B] = v
+            if length == 1:
+                continue
+            # base cells -> the final cells of their children
+            for A in range(S):
+                cell = sid * S + A
+                o = floor_base[cell]
+                if o == -INFINITY or base_cnt[cell] == 0:
+                    continue
+                if has_span:
+                    o += span[cell]
+                for r in range(bin_start[A], bin_start[A + 1]):
+                    B = binary[3 * r + 1]
+                    C = binary[3 * r + 2]
+                    for s in range(i + 1, j):
+                        lcell = (i * W + s) * S + B
+                        rcell = (s * W + j) * S + C
+                        if final_cnt[lcell] == 0 or final_cnt[rcell] == 0:
+                            continue
+                        li = pool.data[final_off[lcell]].score
+                        ri = pool.data[final_off[rcell]].score
+                        v = o + w_binary[r] + (split[s * S + A] if has_split else 0.0)
+                        if v + ri > floor_final[lcell]:
+                            floor_final[lcell] = v + ri
+                        if v + li > floor_final[rcell]:
+                            floor_final[rcell] = v + li
+    # outside -> floor, with a margin for rounding; a cell's best entry is
+    # always kept, so that the Viterbi tree (and a result) survives
+    for cell in range(n_cells):
+        for k in range(2):
+            v = floor_base[cell] if k == 0 else floor_final[cell]
+            if v == -INFINITY or (base_cnt[cell] if k == 0 else final_cnt[cell]) == 0:
+                v = INFINITY      # empty, or on no complete tree: drop every entry
+            else:
+                tol = 1e-9 * (1.0 + (v if v > 0 else -v) + (const if const > 0 else -const))
+                v = -const - v - tol
+                li = pool.data[base_off[cell] if k == 0 else final_off[cell]].score
+                li -= 1e-9 * (1.0 + (li if li > 0 else -li))
+                if li < v:
+                    v = li
+            if k == 0:
+                floor_base[cell] = v
+            else:
+                floor_final[cell] = v
 
 
 cdef Py_ssize_t chain_max_len(int32_t[::1] chain_node_start):

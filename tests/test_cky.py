@@ -89,18 +89,35 @@ def all_trees(g, n):
 
 
 def random_span(rng, g, n, anchored):
-    """Anchored scores per (span, symbol), or None."""
-    return rng.normal(size=((n + 1) ** 2, g.n_symbols)) if anchored else None
+    """Anchored scores per (span, symbol) and per (split point, parent), or
+    None."""
+    if not anchored:
+        return None
+    return {"span": rng.normal(size=((n + 1) ** 2, g.n_symbols)),
+            "split": rng.normal(size=(n + 1, g.n_symbols))}
 
 
-def tree_score(g, tree, lex, wb, wu, wr, span=None):
+def tree_score(g, tree, lex, wb, wu, wr, anchored=None):
     """w . Psi(x, y) from the tree's nodes; ``span[i * (n + 1) + j, A]`` added
-    for every node A over [i, j)."""
+    for every node A over [i, j), ``split[s, A]`` for every binary node A
+    whose left child ends at s."""
     score = wr[list(g.roots).index(tree[0])]
-    if span is not None:
-        W = int(round(np.sqrt(span.shape[0])))
-        order = brackets(tree, g.key_bin)[1]   # (symbol, i, j) of every node
+    if anchored is not None:
+        span, split = anchored["span"], anchored["split"]
+        W = split.shape[0]
+        order = brackets(tree, g.key_bin)[1]   # (symbol, i, j) of every node, preorder
         score += sum(span[i * W + j, sym] for sym, i, j in order)
+        stack = [(tree, 0)]
+        while stack:
+            (sym, kids), i = stack.pop()
+            if isinstance(kids, int):
+                continue
+            if len(kids) == 2:
+                left_end = _end(kids[0], i)
+                score += split[left_end, sym]
+                stack.extend([(kids[0], i), (kids[1], left_end)])
+            else:
+                stack.append((kids[0], i))
     stack = [tree]
     while stack:
         sym, kids = stack.pop()
@@ -113,6 +130,18 @@ def tree_score(g, tree, lex, wb, wu, wr, span=None):
             score += wb[g.binary_index[(sym, kids[0][0], kids[1][0])]]
             stack.extend(kids)
     return score
+
+
+def _end(tree, i):
+    """End of the span of ``tree`` starting at token i."""
+    return i + len(leaves(tree))
+
+
+def leaves(tree):
+    sym, kids = tree
+    if isinstance(kids, int):
+        return [kids]
+    return [x for k in kids for x in leaves(k)]
 
 
 def brackets(tree, key):
@@ -165,7 +194,7 @@ def test_cky_matches_brute_force(seed, n, anchored):
     lex, wb, wu, wr = random_weights(rng, g, n)
     span = random_span(rng, g, n, anchored)
     trees = all_trees(g, n)
-    res = g.decode(lex, wb, g.chain_weights(wu), wr, span=span)
+    res = g.decode(lex, wb, g.chain_weights(wu), wr, **(span or {}))
     if not trees:
         assert res is None
         return
@@ -180,6 +209,8 @@ def test_cky_matches_brute_force(seed, n, anchored):
     assert sorted(dec["binary"]) == sorted(res["binary_rules"].tolist())
     assert sorted(dec["unary"]) == sorted(res["unary_rules"].tolist())
     assert np.array_equal(dec["pos"], res["pos"])
+    assert sorted(map(tuple, res["nodes"].tolist())) == sorted(dec["nodes"])
+    assert sorted(map(tuple, res["splits"].tolist())) == sorted(dec["splits"])
 
 
 @SETTINGS
@@ -201,7 +232,7 @@ def test_loss_augmented_cky_matches_brute_force(seed, n, loss, shift, anchored):
     best = max(values)
     dgold = g.decompose(gold, n)
     res = g.decode(lex, wb, g.chain_weights(wu), wr, loss=loss, gold=dgold, const=const,
-                   span=span)
+                   **(span or {}))
     assert res is not None
     pred = res["tree"]
     # the value reported is the value of the tree returned
@@ -308,3 +339,50 @@ def test_chain_enumeration_counts():
     expected = {(s, ()) for s in range(4)} | {(2, (0,)), (3, (1,)), (3, (2,)), (3, (1, 0))}
     assert chains == expected
     assert list(itertools.chain(g.chain_top)) == sorted(g.chain_top)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(2, 7),
+       loss=st.sampled_from(LOSSES), shift=st.floats(-2, 3),
+       scale=st.sampled_from([0.3, 1.0, 5.0]))
+def test_outside_bound_pruning_is_exact(seed, n, loss, shift, scale):
+    """Dropping the entries whose outside score bounds every completion to a
+    value <= 0 (prune=True) returns the same optimum of eq. 3 as the full
+    tables, on sentences too long for enumeration, and never keeps more
+    entries."""
+    rng = np.random.default_rng(seed)
+    g = random_grammar(rng, max_chain=2)
+    lex, wb, wu, wr = (scale * a for a in random_weights(rng, g, n))
+    anchored = random_span(rng, g, n, rng.random() < 0.5)
+    plain = g.decode(lex, wb, g.chain_weights(wu), wr, **(anchored or {}))
+    if plain is None:
+        return
+    gold = g.decompose(plain["tree"], n)
+    const = shift - plain["score"]
+    kw = dict(loss=loss, gold=gold, const=const, **(anchored or {}))
+    full = g.decode(lex, wb, g.chain_weights(wu), wr, prune=False, **kw)
+    pruned = g.decode(lex, wb, g.chain_weights(wu), wr, prune=True, **kw)
+    assert pruned["n_entries"] <= full["n_entries"]
+    if full["value"] > 1e-9:
+        assert pruned["value"] == pytest.approx(full["value"])
+    else:
+        assert pruned["value"] <= 1e-9
+
+
+def test_outside_bound_pruning_drops_entries():
+    """With sharp weights the outside bound removes many (tp, fp) entries."""
+    rng = np.random.default_rng(7)
+    dropped = 0
+    for _ in range(30):
+        g = random_grammar(rng, max_chain=1)
+        n = 6
+        lex, wb, wu, wr = (8.0 * a for a in random_weights(rng, g, n))
+        plain = g.decode(lex, wb, g.chain_weights(wu), wr)
+        if plain is None:
+            continue
+        kw = dict(loss="f1", gold=g.decompose(plain["tree"], n), const=1.0 - plain["score"])
+        full = g.decode(lex, wb, g.chain_weights(wu), wr, prune=False, **kw)
+        pruned = g.decode(lex, wb, g.chain_weights(wu), wr, **kw)
+        dropped += full["n_entries"] - pruned["n_entries"]
+        assert pruned["value"] == pytest.approx(full["value"]) or full["value"] <= 1e-9
+    assert dropped > 100

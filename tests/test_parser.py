@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 from joblib import Parallel, parallel_config
 from scipy.optimize import minimize
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import GridSearchCV
 
 from sklstruct import F1MaxMarginParser, PCFGParser
@@ -19,7 +19,7 @@ from sklstruct.qp import WorkingSetQP
 from sklstruct._qp import block_smo as smo
 from sklstruct.parsing.base import _labelled_tree
 from sklstruct.parsing.parser import FEATURE_SETS
-from sklstruct.parsing.spans import SpanFeatures, word_signature
+from sklstruct.parsing.spans import SPLIT_TEMPLATES, SpanFeatures, word_signature
 
 from conftest import require_data
 
@@ -241,9 +241,9 @@ def test_psi_is_what_the_kernel_scores(features, tagged, fixed):
     scores = parser._current_scores()
     for i in range(len(X)):
         sd = data["sd"]
-        res = parser.compiled_.decode(parser._lex(sd, i), *scores, span=parser._span(sd, i))
+        res = parser.compiled_.decode(parser._lex(sd, i), *scores, **parser._anchored(sd, i))
         dec = {"binary": res["binary_rules"], "unary": res["unary_rules"], "root": res["root"],
-               "pos": res["pos"], "nodes": res["nodes"]}
+               "pos": res["pos"], "nodes": res["nodes"], "splits": res["splits"]}
         assert (parser._psi(dec, sd, i) @ parser.coef_)[0] == pytest.approx(res["score"])
         i_, value, psi, delta = parser._most_violated(i, data, scores)
         if psi is not None:
@@ -315,25 +315,76 @@ def test_span_features():
     f = SpanFeatures(min_count=2).fit(words, tags)
     names = {}
     for name, vals in f.values_.items():
+        if name in SPLIT_TEMPLATES:
+            continue
         for k in range(len(vals)):
             names[f.offsets_[name] + k] = name
-    X = f.transform(words, tags)
+    X, splits = zip(*f.transform(words, tags))
     W = 5
     assert X[0].shape == (W * W, f.n_features_)
+    assert splits[0].shape == (W, f.n_split_features_)
+    # split points 1..n-1 (between tokens), each with every split template
+    assert splits[0][0].nnz == 0 and splits[0][4].nnz == 0
+    split_names = set(SPLIT_TEMPLATES)
+    assert splits[0][2].nnz == len(split_names) == 6
     # span [1, 3) "cat sat": every template fires once
     row = X[0][1 * W + 3]
-    assert sorted(names[c] for c in row.indices) == sorted(f.values_)
-    assert row.data.tolist() == [1.0] * len(f.values_)
+    span_names = set(f.values_) - split_names
+    assert sorted(names[c] for c in row.indices) == sorted(span_names)
+    assert row.data.tolist() == [1.0] * len(span_names)
     # empty spans have no features; a span and its word classes: "cat" is
     # frequent (2), "sat" rare -> its signature
     assert X[0][3 * W + 1].nnz == 0 and X[0][2 * W + 2].nnz == 0
     assert f._classes(["cat", "sat"]) == ["cat", word_signature("sat")]
     # unseen values fire nothing: an unknown tag leaves only the word templates
-    Y = f.transform([["The", "dog"]], [["ZZ", "ZZ"]])[0]
+    Y = f.transform([["The", "dog"]], [["ZZ", "ZZ"]])[0][0]
     fired = {names[c] for c in Y[0 * 3 + 2].indices}
     assert "first_tag" not in fired and "bias" in fired and "length" in fired
     with pytest.raises(ValueError, match="tags"):
         f.transform(words)
+
+
+class _ShortTagger(BaseEstimator):
+    """A fitted tagger that returns one tag too few (hostile)."""
+
+    fitted_ = True
+
+    def fit(self, X, y):
+        return self
+
+    def predict(self, X):
+        return [["NN"] * (len(x) - 1) for x in X]
+
+
+@pytest.mark.parametrize("Parser", [F1MaxMarginParser, PCFGParser])
+def test_tagger_parses_raw_text(Parser):
+    from sklearn.pipeline import make_pipeline
+
+    from sklstruct import SequenceVectorizer, StructuredPerceptronTagger
+
+    X, trees = toy()
+    tagger = make_pipeline(SequenceVectorizer(["word", "suffix2"]),
+                           StructuredPerceptronTagger(max_iter=10, random_state=0))
+    kw = {"fixed_tags": True, "C": 10, "max_iter": 50} if Parser is F1MaxMarginParser else {}
+    p = Parser(tagger=tagger, **kw).fit(X, trees)
+    assert p.tagger_ is not tagger and not hasattr(tagger, "classes_")   # a fitted clone
+    assert p.predict(X) == [unbinarize(binarize(t)) for t in trees]
+    assert p.score(X, trees) == 1.0
+    tagged = [t.pos() for t in trees]
+    with pytest.raises(ValueError, match="words"):
+        p.predict(tagged)
+    with pytest.raises(ValueError, match="words"):
+        clone(p).fit(tagged, trees)
+    # a fitted tagger is used as it is
+    assert Parser(tagger=p.tagger_, **kw).fit(X, trees).tagger_ is p.tagger_
+    # refitting without a tagger forgets it
+    p.set_params(tagger=None).fit(tagged, trees)
+    assert p.tagger_ is None and p.predict(tagged)[0].leaves() == X[0]
+    bad = Parser(tagger=_ShortTagger(), **kw).fit(X, trees)
+    with pytest.raises(ValueError, match="tagger returned"):
+        bad.predict(X)
+    with pytest.raises(ValueError, match="tagger"):
+        Parser(tagger="perceptron").fit(X, trees)
 
 
 def test_verbose_and_history(capsys):

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.base import BaseEstimator, clone
+from sklearn.exceptions import NotFittedError
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import (InputTypeError, check_sentence, check_sentence_list, describe,
@@ -72,6 +73,16 @@ def check_tree(tree, where):
         _check_tree(tree)
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
+
+
+def _is_fitted(estimator):
+    """scikit-learn's fitted check; an object it cannot inspect (not a
+    scikit-learn estimator) counts as unfitted."""
+    try:
+        check_is_fitted(estimator)
+    except (NotFittedError, AttributeError, TypeError):
+        return False
+    return True
 
 
 def _int_tree(tree, index):
@@ -140,6 +151,7 @@ class BaseParser(BaseEstimator):
         "vertical": [Interval(Integral, 1, None, closed="left")],
         "max_unary_chain": [Interval(Integral, 0, MAX_UNARY_CHAIN, closed="both"), None],
         "max_length": [Interval(Integral, 1, 32000, closed="both")],
+        "tagger": [HasMethods(["fit", "predict"]), None],
     }
 
     def __sklearn_tags__(self):
@@ -177,6 +189,18 @@ class BaseParser(BaseEstimator):
             if t.leaves() != w:
                 raise ValueError(f"y[{i}]: the tree's leaves {t.leaves()[:8]}... do not match "
                                  f"the words of X[{i}] {w[:8]}...")
+        if self.tagger is not None:
+            if tagged:
+                raise ValueError("with a tagger, X must hold words, not (word, tag) pairs")
+            # train on the treebank's tags; parse with the tagger's
+            tags = [[tag for _, tag in t.pos()] for t in trees]
+            self.tagger_ = self.tagger
+            if not _is_fitted(self.tagger):
+                self.tagger_ = clone(self.tagger, safe=False).fit(words, tags)
+            tokens = [list(zip(w, tg)) for w, tg in zip(words, tags)]
+            tagged = True
+        else:
+            self.tagger_ = None
         btrees = [binarize(t, factor=self.factor, horizontal=self.horizontal,
                            vertical=self.vertical) for t in trees]
         grammar = Grammar.from_trees(btrees)
@@ -242,6 +266,7 @@ class BaseParser(BaseEstimator):
         """
         check_is_fitted(self, "w_binary_")
         words, tokens, tagged = check_sentences(X)
+        tokens, tagged = self._tag(words, tokens, tagged)
         if tagged != self.tagged_:
             raise ValueError("X must hold " + ("(word, tag) pairs" if self.tagged_ else "words")
                              + " as in fit")
@@ -249,24 +274,38 @@ class BaseParser(BaseEstimator):
         w_binary, w_unary, w_root = self._rule_scores()
         w_chain = self.compiled_.chain_weights(w_unary)
         out = []
-        for (lex, span, retry), w in zip(self._token_scores(tokens), words):
-            res = self.compiled_.decode(lex, w_binary, w_chain, w_root, span=span)
+        for (lex, anchored, retry), w in zip(self._token_scores(tokens), words):
+            res = self.compiled_.decode(lex, w_binary, w_chain, w_root, **anchored)
             if res is None and retry is not None:
                 lex = retry
-                res = self.compiled_.decode(lex, w_binary, w_chain, w_root, span=span)
+                res = self.compiled_.decode(lex, w_binary, w_chain, w_root, **anchored)
             out.append(self._to_tree(res, lex, w))
         return out
+
+    def _tag(self, words, tokens, tagged):
+        """With a tagger, (word, predicted tag) pairs for words-only input."""
+        if getattr(self, "tagger_", None) is None:
+            return tokens, tagged
+        if tagged:
+            raise ValueError("this parser tags its input with its tagger: X must hold words, "
+                             "not (word, tag) pairs")
+        if not words:
+            return tokens, True
+        tags = self.tagger_.predict(words)
+        if len(tags) != len(words) or any(len(t) != len(w) for t, w in zip(tags, words)):
+            raise ValueError("the tagger returned tag sequences that do not match the sentences")
+        return [list(zip(w, map(str, t))) for w, t in zip(words, tags)], True
 
     def _rule_scores(self):
         """Scores of the binary rules, unary rules and root symbols."""
         return self.w_binary_, self.w_unary_, self.w_root_
 
     def _token_scores(self, tokens_list):
-        """Per sentence: the lexical scores, the anchored scores (see
-        :meth:`CompiledGrammar.decode`; None: the model has none), and the
-        lexical scores to parse with if no tree exists under the first ones
-        (None: no second attempt)."""
-        return [(lex, None, None) for lex in self._lexical_scores(tokens_list)]
+        """Per sentence: the lexical scores, the anchored scores (a dict of
+        ``span`` and ``split`` arguments of :meth:`CompiledGrammar.decode`;
+        empty: the model has none), and the lexical scores to parse with if
+        no tree exists under the first ones (None: no second attempt)."""
+        return [(lex, {}, None) for lex in self._lexical_scores(tokens_list)]
 
     def score(self, X, y):
         """Labelled-bracket F1 (PARSEVAL with EVALB's ``COLLINS.prm`` rules,

@@ -185,13 +185,15 @@ class CompiledGrammar:
 
         Returns a dict with ``binary`` / ``unary`` rule ids (with repetition),
         ``root``, ``pos`` (n,), ``nodes`` (symbol, start, end) of every node,
+        ``splits`` (parent, split point) of every binary node,
         and the per-span gold decisions of the 0/1 loss (``rule``, ``split``,
         ``chain``, -1 where absent or outside the hypothesis space).
         Raises ValueError for a rule outside the grammar or a tree whose
         leaves are not ``0 .. n - 1`` in order.
         """
         W = n + 1
-        out = {"binary": [], "unary": [], "nodes": [], "pos": np.full(n, -1, dtype=np.int32),
+        out = {"binary": [], "unary": [], "nodes": [], "splits": [],
+               "pos": np.full(n, -1, dtype=np.int32),
                "rule": np.full(W * W, -1, dtype=np.int32),
                "split": np.full(W * W, -1, dtype=np.int32),
                "chain": np.full(W * W, -1, dtype=np.int32), "root": None}
@@ -252,6 +254,7 @@ class CompiledGrammar:
             out["binary"].append(r)
             out["rule"][sid] = r
             out["split"][sid] = spans[id(kids[0])][1]
+            out["splits"].append((int(sym), spans[id(kids[0])][1]))
             todo.append(kids[1])
             todo.append(kids[0])
         return out
@@ -306,7 +309,7 @@ class CompiledGrammar:
                 "key": key, "gold": table, "n_gold": int(keep.sum())}
 
     def decode(self, lex_pos, w_binary, w_chain, w_root, loss=None, gold=None, const=0.0,
-               span=None):
+               span=None, split=None, prune=True):
         """Best tree (``loss=None``, eq. 1) or the maximiser of eq. 3.
 
         Parameters
@@ -323,11 +326,19 @@ class CompiledGrammar:
         span : ((n + 1) ** 2, n_symbols) float array or None
             Anchored scores: ``span[i * (n + 1) + j, A]`` is added for every
             node with symbol ``A`` over tokens ``[i, j)``.
+        split : (n + 1, n_symbols) float array or None
+            ``split[s, A]`` is added for every binary node with parent ``A``
+            split at ``s``.
+        prune : bool, default=True
+            With a loss: let the kernel drop the table entries that cannot
+            complete to a violating tree (outside scores from a plain CKY
+            pass; exact whenever the optimum of eq. 3 is positive).
 
         Returns
         -------
-        The kernel's result dict plus ``tree`` (integer tree) and ``nodes``
-        ((M, 3) int array: symbol, start, end of every node), or None when
+        The kernel's result dict plus ``tree`` (integer tree), ``nodes``
+        ((M, 3) int array: symbol, start, end of every node) and ``splits``
+        ((M2, 2): parent and split point of every binary node), or None when
         no tree of this length is derived from a root symbol.
         """
         lex_pos = np.asarray(lex_pos, dtype=np.float64)
@@ -347,32 +358,41 @@ class CompiledGrammar:
             kwargs["const"] = float(const)
         if span is not None:
             kwargs["span"] = np.ascontiguousarray(span, dtype=np.float64)
+        if split is not None:
+            kwargs["split"] = np.ascontiguousarray(split, dtype=np.float64)
         wb = np.ascontiguousarray(np.asarray(w_binary, dtype=np.float64)[self.bin_order])
-        res = cky(n, lex, self.preterminals, self.binary_sorted, wb, self.bin_start,
-                  self.chain_top, self.chain_bottom, np.ascontiguousarray(w_chain, dtype=np.float64),
-                  self.chain_start, self.chain_nodes, self.chain_node_start, self.roots,
-                  np.ascontiguousarray(w_root, dtype=np.float64), **kwargs)
+        args = (n, lex, self.preterminals, self.binary_sorted, wb, self.bin_start,
+                self.chain_top, self.chain_bottom, np.ascontiguousarray(w_chain, dtype=np.float64),
+                self.chain_start, self.chain_nodes, self.chain_node_start, self.roots,
+                np.ascontiguousarray(w_root, dtype=np.float64))
+        if loss is not None:
+            kwargs["prune"] = bool(prune)
+        res = cky(*args, **kwargs)
         if res is None:
             return None
         res["binary_rules"] = self.bin_order[res["binary_rules"]]
         res["unary_rules"] = np.array([r for c in res["chains"] for r in self.chain_rules[c]],
                                       dtype=np.int64)
-        res["nodes"] = self._nodes(res["decisions"])
+        res["nodes"], res["splits"] = self._nodes(res["decisions"])
         res["tree"] = self.build_tree(res, n)
         return res
 
     def _nodes(self, decisions):
-        """(symbol, start, end) of every node of a kernel result: each span's
-        chain holds its nodes above the base, then the base (binary node or
-        preterminal)."""
-        rows = []
-        for kind, ident, i, j, _ in decisions:
+        """(symbol, start, end) of every node of a kernel result (each span's
+        chain holds its nodes above the base, then the base: binary node or
+        preterminal), and (parent, split) of every binary node (its left
+        child's decision is the next row, in preorder)."""
+        rows, splits = [], []
+        for k, (kind, ident, i, j, _) in enumerate(decisions):
             if kind == 1:
                 lo, hi = self.chain_node_start[ident], self.chain_node_start[ident + 1]
                 for sym in self.chain_nodes[lo:hi]:
                     rows.append((int(sym), i, j))
                 rows.append((int(self.chain_bottom[ident]), i, j))
-        return np.array(rows, dtype=np.int64).reshape(-1, 3)
+            else:
+                splits.append((int(self.binary_sorted[ident, 0]), int(decisions[k + 1][3])))
+        return (np.array(rows, dtype=np.int64).reshape(-1, 3),
+                np.array(splits, dtype=np.int64).reshape(-1, 2))
 
 
 def tree_loss(grammar, gold, pred, loss):

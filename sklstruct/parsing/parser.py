@@ -3,12 +3,12 @@
 Performance in Max-Margin Parsing"; equation numbers below are theirs).
 
 :class:`F1MaxMarginParser` is a structural SVM with slack rescaling (eq. 2)
-over a binarized weighted CFG, trained by the n-slack cutting-plane method
-with exact loss-augmented CKY (eqs. 3, 5-9) for the loss ``1 - F1`` counted on
-the unbinarized trees, or for the baselines of Table 1.  ``BaseParser`` holds
-what it shares with the maximum-likelihood :class:`~sklstruct.parsing.PCFGParser`:
-input validation, preprocessing, binarization, grammar extraction, CKY
-prediction and PARSEVAL scoring.
+over a binarized weighted CFG, trained by the 1-slack or n-slack
+cutting-plane method with exact loss-augmented CKY (eqs. 3, 5-9) for the loss
+``1 - F1`` counted on the unbinarized trees, or for the baselines of Table 1;
+its features add the PCFG's log-probabilities and span features to the
+paper's rule counts.  What it shares with the maximum-likelihood
+:class:`~sklstruct.parsing.PCFGParser` is in :mod:`sklstruct.parsing.base`.
 """
 import time
 from numbers import Integral, Real
@@ -60,7 +60,9 @@ class F1MaxMarginParser(BaseParser):
     * ``"spans"``: surface features of the span of every node (first and
       last word, the words just outside, their tags, length bucket, edge
       shapes; rare words replaced by their signature), conjoined with the
-      node's label, in the style of Hall, Durrett and Klein [3]_
+      node's label, and of the split point of every binary node (the words
+      and tags on either side), conjoined with its parent's label, in the
+      style of Hall, Durrett and Klein [3]_
       (:class:`~sklstruct.parsing.spans.SpanFeatures`).
 
     Unary chains of at most ``max_unary_chain`` rules sit above each span
@@ -68,15 +70,15 @@ class F1MaxMarginParser(BaseParser):
 
     Learning (eq. 2, slack rescaling)::
 
-        min_{w, xi >= 0} 1/2 ||w||^2 + C/n sum_i xi_i
+        min_{w, xi >= 0} 1/2 ||w - w0||^2 + C/n sum_i xi_i
         s.t. w.(Psi(x_i, y_i*) - Psi(x_i, y)) >= 1 - xi_i / Delta(y_i*, y)
 
-    by the n-slack cutting-plane method [2]_: every iteration finds for every
-    sentence the most violating tree ``argmax_y Delta(y*, y)(1 - w.dPsi)``
-    (eq. 3) with exact loss-augmented CKY over (tp, fp) tables (eqs. 5-7),
-    adds it to the working set if it violates by more than ``tol``, and
-    re-solves the dual QP of the working set
-    (:class:`sklstruct.qp.WorkingSetQP`).
+    (``w0``: 1 on the two PCFG features, 0 elsewhere) by cutting planes
+    (``solver``): every iteration finds for every sentence the most
+    violating tree ``argmax_y Delta(y*, y)(1 - w.dPsi)`` (eq. 3) with exact
+    loss-augmented CKY over (tp, fp) tables (eqs. 5-7), adds constraints
+    that violate by more than ``tol``, and re-solves the dual QP of the
+    working set (:class:`sklstruct.qp.WorkingSetQP`).
 
     Parameters
     ----------
@@ -119,12 +121,34 @@ class F1MaxMarginParser(BaseParser):
         uses the given tag only as a lexical feature, so the parser may
         re-tag a token.  No effect on words-only input.
     max_iter : int, default=30
-        Maximum number of cutting-plane iterations.
+        Maximum number of cutting-plane iterations (inference passes over
+        the training set; the 1-slack solver's cached iterations are not
+        counted).
     tol : float, default=0.01
         A constraint is added when ``Delta (1 - w.dPsi) > xi_i + tol``; the
         training stops when none is.
     qp_tol : float, default=1e-6
         KKT tolerance of the working-set QP.
+    solver : {"1-slack", "n-slack"}, default="1-slack"
+        Cutting-plane method.  ``"n-slack"`` [2]_ adds one constraint per
+        violating sentence and re-solves the QP over all of them;
+        ``"1-slack"`` [4]_ adds one constraint per iteration, the average of
+        every sentence's most violating tree, so the working set and its
+        Gram matrix stay small, and takes further constraints from a cache
+        of the last ten trees found per sentence while they violate by more
+        than ``tol`` (no inference).  Both stop within ``tol`` of the same
+        optimum of eq. 2.
+    tagger : estimator or None, default=None
+        Parse raw text: a tagger (any estimator whose ``fit(words, tags)`` and
+        ``predict(words)`` take lists of word lists and tag lists, such as
+        ``make_pipeline(SequenceVectorizer(...), StructuredPerceptronTagger())``).
+        ``fit`` then takes words, trains a clone of the tagger on the
+        treebank's POS tags (a fitted tagger is used as it is) and trains the
+        parser on ``(word, gold tag)`` pairs; ``predict`` tags the words with
+        it and parses the ``(word, predicted tag)`` pairs (with
+        ``fixed_tags``, a sentence with no tree under its predicted tags is
+        parsed with all tags open).  None: X holds words (the parser tags
+        them through its lexical features) or ``(word, tag)`` pairs.
     max_length : int, default=100
         Longest sentence accepted by fit and predict (ValueError beyond).
     n_jobs : int or None, default=None
@@ -148,9 +172,10 @@ class F1MaxMarginParser(BaseParser):
     coef_ : ndarray
         ``w``: binary rules, unary rules, roots, lexical weights
         (``n_word_features x n_tags``, row major), the two PCFG weights, then
-        the span weights (``n_span_features x n_nonterminals``, row major);
+        the span weights (``n_span_features x n_nonterminals``, row major)
+        and the split-point weights (``n_split_features x n_nonterminals``);
         a block is empty when its feature set is not used.
-    w_binary_, w_unary_, w_root_, w_lex_, w_pcfg_, w_span_ : views of ``coef_``
+    w_binary_, w_unary_, w_root_, w_lex_, w_pcfg_, w_span_, w_split_ : views of ``coef_``
     pcfg_ : PCFGParser
         The maximum-likelihood PCFG of the ``"pcfg"`` features.
     span_features_ : SpanFeatures
@@ -161,9 +186,12 @@ class F1MaxMarginParser(BaseParser):
         POS tag -> column of ``w_lex_``.
     max_unary_chain_ : int
     n_iter_ : int
+    tagger_ : estimator or None
+        The fitted tagger (``tagger``), or None.
     history_ : list of dict
         Per iteration: ``iteration``, ``violated``, ``constraints``, ``dual``,
-        ``primal`` (upper bound at the previous ``w``), ``seconds``.
+        ``primal`` (upper bound at the previous ``w``; NaN for a cached
+        1-slack iteration), ``cached``, ``seconds``.
     converged_ : bool
 
     Notes
@@ -194,6 +222,8 @@ class F1MaxMarginParser(BaseParser):
     .. [3] D. Hall, G. Durrett and D. Klein, "Less Grammar, More Features",
        Proceedings of the 52nd Annual Meeting of the Association for
        Computational Linguistics (ACL), 228-237, 2014.
+    .. [4] T. Joachims, T. Finley and C.-N. J. Yu, "Cutting-Plane Training of
+       Structural SVMs", Machine Learning 77(1), 27-59, 2009.
     """
 
     _parameter_constraints = {
@@ -215,7 +245,8 @@ class F1MaxMarginParser(BaseParser):
                  horizontal=1, vertical=1,
                  max_unary_chain=None, lexical_features=None, fixed_tags=False, max_iter=30,
                  tol=0.01,
-                 qp_tol=1e-6, solver="1-slack", max_length=100, n_jobs=None, verbose=0):
+                 qp_tol=1e-6, solver="1-slack", tagger=None, max_length=100, n_jobs=None,
+                 verbose=0):
         self.C = C
         self.loss = loss
         self.features = features
@@ -229,6 +260,7 @@ class F1MaxMarginParser(BaseParser):
         self.tol = tol
         self.qp_tol = qp_tol
         self.solver = solver
+        self.tagger = tagger
         self.max_length = max_length
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -254,6 +286,8 @@ class F1MaxMarginParser(BaseParser):
                 ("lexical", self.n_word_features_ * len(g.preterminals) if rules else 0),
                 ("pcfg", 2 if "pcfg" in use else 0),
                 ("span", self.span_features_.n_features_ * len(self.span_symbols_)
+                 if "spans" in use else 0),
+                ("split", self.span_features_.n_split_features_ * len(self.span_symbols_)
                  if "spans" in use else 0)]
 
     def _set_views(self):
@@ -267,7 +301,8 @@ class F1MaxMarginParser(BaseParser):
         self.w_root_ = w[o["root"]:o["lexical"]]
         self.w_lex_ = w[o["lexical"]:o["pcfg"]].reshape(-1, len(g.preterminals))
         self.w_pcfg_ = w[o["pcfg"]:o["span"]]
-        self.w_span_ = w[o["span"]:].reshape(-1, len(self.span_symbols_))
+        self.w_span_ = w[o["span"]:o["split"]].reshape(-1, len(self.span_symbols_))
+        self.w_split_ = w[o["split"]:].reshape(-1, len(self.span_symbols_))
 
     def _rule_scores(self):
         g = self.compiled_
@@ -315,13 +350,17 @@ class F1MaxMarginParser(BaseParser):
                 lex[sd["masks"][i]] = -np.inf
         return lex
 
-    def _span(self, sd, i):
-        """Anchored scores ((n + 1) ** 2, n_symbols) of sentence i, or None."""
+    def _anchored(self, sd, i):
+        """Anchored scores of sentence i as arguments of ``decode``: per span
+        and symbol ((n + 1) ** 2, n_symbols), per split point and parent
+        (n + 1, n_symbols); empty without span features."""
         if sd["spans"][i] is None:
-            return None
-        F = sd["spans"][i]
-        out = np.zeros((F.shape[0], self.compiled_.n_symbols))
-        out[:, self.span_symbols_] = F @ self.w_span_
+            return {}
+        out = {}
+        for name, F, w in (("span", sd["spans"][i][0], self.w_span_),
+                           ("split", sd["spans"][i][1], self.w_split_)):
+            out[name] = np.zeros((F.shape[0], self.compiled_.n_symbols))
+            out[name][:, self.span_symbols_] = F @ w
         return out
 
     def _lexical_scores(self, tokens_list):
@@ -330,7 +369,7 @@ class F1MaxMarginParser(BaseParser):
 
     def _token_scores(self, tokens_list):
         sd = self._sentence_data(tokens_list)
-        return [(self._lex(sd, i), self._span(sd, i),
+        return [(self._lex(sd, i), self._anchored(sd, i),
                  None if sd["masks"][i] is None else self._lex(sd, i, open_tags=True))
                 for i in range(len(tokens_list))]
 
@@ -371,10 +410,16 @@ class F1MaxMarginParser(BaseParser):
             col = self.span_column_[nodes[:, 0]]
             nodes, col = nodes[col >= 0], col[col >= 0]
             W = sd["n"][i] + 1
-            sub = sd["spans"][i][nodes[:, 1] * W + nodes[:, 2]]
             N = len(self.span_symbols_)
+            spans, splits = sd["spans"][i]
+            sub = spans[nodes[:, 1] * W + nodes[:, 2]]
             idx.append(o["span"] + sub.indices.astype(np.int64) * N
                        + np.repeat(col, np.diff(sub.indptr)))
+            data.append(sub.data)
+            at = np.asarray(dec["splits"], dtype=np.int64).reshape(-1, 2)
+            sub = splits[at[:, 1]]
+            idx.append(o["split"] + sub.indices.astype(np.int64) * N
+                       + np.repeat(self.span_column_[at[:, 0]], np.diff(sub.indptr)))
             data.append(sub.data)
         idx = np.concatenate([np.asarray(a, dtype=np.int64) for a in idx])
         data = np.concatenate([np.asarray(a, dtype=np.float64) for a in data])
@@ -391,11 +436,12 @@ class F1MaxMarginParser(BaseParser):
         const = 1.0 - float((data["psi"][i] @ self.coef_)[0])
         wb, w_chain, wr = scores
         res = self.compiled_.decode(self._lex(sd, i), wb, w_chain, wr, loss=self.loss,
-                                    gold=gold, const=const, span=self._span(sd, i))
+                                    gold=gold, const=const, **self._anchored(sd, i))
         if res is None or res["value"] <= 0:
             return i, 0.0, None, 0.0
         dec = {"binary": res["binary_rules"], "unary": res["unary_rules"],
-               "root": res["root"], "pos": res["pos"], "nodes": res["nodes"]}
+               "root": res["root"], "pos": res["pos"], "nodes": res["nodes"],
+               "splits": res["splits"]}
         return i, res["value"], self._psi(dec, sd, i), res["delta"]
 
     def _current_scores(self):

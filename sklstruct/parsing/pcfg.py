@@ -27,7 +27,7 @@ class PCFGParser(BaseParser):
 
     Parameters
     ----------
-    factor, horizontal, vertical, max_unary_chain, max_length
+    factor, horizontal, vertical, max_unary_chain, max_length, tagger
         As for :class:`~sklstruct.parsing.F1MaxMarginParser`.
     unk_threshold : int, default=1
     alpha : float, default=0.01
@@ -67,7 +67,8 @@ class PCFGParser(BaseParser):
     }
 
     def __init__(self, *, factor="right", horizontal=1, vertical=1, max_unary_chain=None,
-                 max_length=100, unk_threshold=1, alpha=0.01, tag_penalty=TAG_PENALTY):
+                 max_length=100, unk_threshold=1, alpha=0.01, tag_penalty=TAG_PENALTY,
+                 tagger=None):
         self.factor = factor
         self.horizontal = horizontal
         self.vertical = vertical
@@ -76,6 +77,7 @@ class PCFGParser(BaseParser):
         self.unk_threshold = unk_threshold
         self.alpha = alpha
         self.tag_penalty = tag_penalty
+        self.tagger = tagger
 
     def _word_class(self, word):
         return word if self.word_counts_.get(word, 0) > self.unk_threshold else word_signature(word)

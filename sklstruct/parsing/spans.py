@@ -22,6 +22,10 @@ TEMPLATES = ("bias", "length", "first_word", "last_word", "word_before", "word_a
              "first_tag", "last_tag", "tag_before", "tag_after", "first_last_tag",
              "outside_tags", "edge_shapes")
 
+#: Split-point templates (see :class:`SpanFeatures`).
+SPLIT_TEMPLATES = ("split_bias", "left_word", "right_word", "left_tag", "right_tag",
+                   "split_tags")
+
 #: Upper bounds of the span-length buckets (a span longer than the last one
 #: is in the last bucket).
 LENGTH_BUCKETS = (1, 2, 3, 4, 5, 7, 10, 15, 20, 30)
@@ -56,12 +60,15 @@ class SpanFeatures:
     """Features of every span ``[i, j)`` of a sentence, as rows of a sparse
     matrix indexed by span id ``i * (n + 1) + j``.
 
-    Templates (values seen in training only; an unseen value fires nothing):
-    a bias, the length bucket, the class of the first and last word of the
-    span and of the words just before and after it (``<s>``, ``</s>`` at the
-    sentence edges), the same four POS tags with tagged input, the pairs
-    (first tag, last tag) and (tag before, tag after), and the coarse shapes
-    of the four edge words together.
+    Span templates (values seen in training only; an unseen value fires
+    nothing): a bias, the length bucket, the class of the first and last word
+    of the span and of the words just before and after it (``<s>``, ``</s>``
+    at the sentence edges), the same four POS tags with tagged input, the
+    pairs (first tag, last tag) and (tag before, tag after), and the coarse
+    shapes of the four edge words together.  Split-point templates, for the
+    point between two tokens where a binary node divides its span: a bias,
+    the classes of the words on its left and right, their tags and the pair
+    of tags.
 
     Parameters
     ----------
@@ -112,7 +119,14 @@ class SpanFeatures:
                 "first_last_tag": tc[i + 1] * _B2 + tc[j],
                 "outside_tags": tc[i] * _B2 + tc[j + 1],
             })
-        return codes, i * W + j
+        s = np.arange(1, n)     # split points between tokens s - 1 and s
+        codes_split = {"split_bias": np.zeros(len(s), dtype=np.int64),
+                       "left_word": wc[s], "right_word": wc[s + 1]}
+        if tags is not None:
+            codes_split.update({"left_tag": tc[s], "right_tag": tc[s + 1],
+                                "split_tags": tc[s] * _B2 + tc[s + 1]})
+        codes.update(codes_split)
+        return codes, i * W + j, s
 
     # -- fit / transform -------------------------------------------------------
 
@@ -132,42 +146,51 @@ class SpanFeatures:
         seen = {}
         try:
             for k, words in enumerate(words_list):
-                codes, _ = self._codes(words, tags_list[k] if self.tagged_ else None)
+                codes, _, _ = self._codes(words, tags_list[k] if self.tagged_ else None)
                 for name, c in codes.items():
                     seen.setdefault(name, []).append(np.unique(c))
         finally:
             self._growing = False
         self.values_ = {name: np.unique(np.concatenate(seen[name]))
-                        for name in TEMPLATES if name in seen}
+                        for name in TEMPLATES + SPLIT_TEMPLATES if name in seen}
         self.offsets_ = {}
-        total = 0
+        self.n_features_ = self.n_split_features_ = 0
         for name, vals in self.values_.items():
-            self.offsets_[name] = total
-            total += len(vals)
-        self.n_features_ = total
+            if name in SPLIT_TEMPLATES:
+                self.offsets_[name] = self.n_split_features_
+                self.n_split_features_ += len(vals)
+            else:
+                self.offsets_[name] = self.n_features_
+                self.n_features_ += len(vals)
         return self
 
     def transform(self, words_list, tags_list=None):
-        """One CSR matrix ``((n + 1) ** 2, n_features_)`` per sentence; row
+        """Per sentence, a CSR matrix ``((n + 1) ** 2, n_features_)`` whose row
         ``i * (n + 1) + j`` holds the features of span ``[i, j)`` (rows of
-        empty spans ``j <= i`` are empty)."""
+        empty spans ``j <= i`` are empty), and a CSR matrix ``(n + 1,
+        n_split_features_)`` whose row ``s`` holds the features of the split
+        point between tokens ``s - 1`` and ``s``."""
         if (tags_list is not None) != self.tagged_:
             raise ValueError("tags must be given if and only if they were given in fit")
         out = []
         for k, words in enumerate(words_list):
-            codes, sid = self._codes(words, tags_list[k] if self.tagged_ else None)
-            cols, rows = [], []
+            codes, sid, split = self._codes(words, tags_list[k] if self.tagged_ else None)
+            W = len(words) + 1
+            parts = {False: ([], []), True: ([], [])}
             for name, vals in self.values_.items():
                 c = codes[name]
-                pos = np.searchsorted(vals, c)
-                pos = np.minimum(pos, len(vals) - 1)
+                pos = np.minimum(np.searchsorted(vals, c), len(vals) - 1)
                 hit = vals[pos] == c
+                is_split = name in SPLIT_TEMPLATES
+                rows, cols = parts[is_split]
                 cols.append(self.offsets_[name] + pos[hit])
-                rows.append(sid[hit])
-            rows = np.concatenate(rows)
-            cols = np.concatenate(cols)
-            W = len(words) + 1
-            m = sp.csr_matrix((np.ones(len(rows)), (rows, cols)),
-                              shape=(W * W, self.n_features_))
-            out.append(m)
+                rows.append((split if is_split else sid)[hit])
+            mats = []
+            for is_split, shape in ((False, (W * W, self.n_features_)),
+                                    (True, (W, self.n_split_features_))):
+                rows, cols = parts[is_split]
+                rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+                cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+                mats.append(sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape))
+            out.append(tuple(mats))
         return out
