@@ -51,14 +51,16 @@ def scipy_primal(A, b, ex, cap, n_ex):
     return res
 
 
+@pytest.mark.parametrize("gram", ["dense", "blocks", "auto"])
 @pytest.mark.parametrize("seed", range(6))
-def test_qp_matches_scipy_and_dual_never_decreases(seed):
+def test_qp_matches_scipy_and_dual_never_decreases(seed, gram):
     rng = np.random.default_rng(seed)
     m, d, n_ex, cap = 14, 5, 4, float(rng.uniform(0.1, 2))
     A = rng.normal(size=(m, d))
     b = rng.uniform(0, 2, size=m)
     ex = rng.integers(0, n_ex, size=m)
-    qp = WorkingSetQP(d, cap)
+    # "auto": dense for the first 4 constraints, then blocks
+    qp = WorkingSetQP(d, cap, gram=gram, max_dense=6)
     duals, gaps = [], []
     for lo, hi in ((0, 4), (4, 9), (9, m)):
         qp.add(sp.csr_matrix(A[lo:hi]), b[lo:hi], ex[lo:hi])
@@ -72,6 +74,17 @@ def test_qp_matches_scipy_and_dual_never_decreases(seed):
     res = scipy_primal(A, b, ex, cap, n_ex)
     assert qp.dual() == pytest.approx(res.fun, abs=1e-6)
     np.testing.assert_allclose(qp.w(), res.x[:d], atol=1e-4)
+    # idle constraints go; the solution stays
+    w = qp.w()
+    qp.remove_idle(patience=1)
+    np.testing.assert_allclose(qp.w(), w, atol=1e-9)
+    if gram != "dense":   # no Gram matrix over all constraints
+        assert qp.K.shape == (0, 0)
+
+
+def test_qp_gram_option_is_validated():
+    with pytest.raises(ValueError, match="gram"):
+        WorkingSetQP(3, 1.0, gram="sparse")
 
 
 def test_smo_sweeps_increase_dual_and_shrink_gap():

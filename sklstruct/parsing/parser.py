@@ -536,7 +536,7 @@ class F1MaxMarginParser(BaseParser):
     def _n_slack(self, data, w0, parallel, tic):
         """n-slack cutting planes: one constraint per violating sentence."""
         n = len(data["gold"])
-        qp = WorkingSetQP(self.n_weights_, self.C / n)
+        qp = WorkingSetQP(self.n_weights_, self.C / n, gram=self._N_SLACK_GRAM)
         for it in range(1, self.max_iter + 1):
             found = self._violators(data, parallel)
             xi = np.zeros(n)
@@ -610,6 +610,11 @@ class F1MaxMarginParser(BaseParser):
                 self.converged_ = True
                 break
         return passes
+
+    #: How the n-slack QP keeps its Gram matrix (:class:`~sklstruct.qp.WorkingSetQP`):
+    #: dense (fast sweeps) up to 8192 constraints (512 MB), then only w and
+    #: per-sentence blocks (memory linear in the constraints).
+    _N_SLACK_GRAM = "auto"
 
     #: Trees kept per sentence in the 1-slack cache.
     _CACHE_SIZE = 10
