@@ -1,4 +1,5 @@
-"""Command line: ``sklstruct demo | train | tag | evaluate`` (also ``python -m sklstruct``).
+"""Command line: ``sklstruct demo | train | tag | evaluate | train-parser | parse`` (also
+``python -m sklstruct``).
 
 Every error is one line on standard error, ``sklstruct: error: ...``, and a
 non-zero exit status:
@@ -34,6 +35,10 @@ from ._registry import TAGGERS
 from .datasets import make_chunking_corpus, read_conll, write_conll
 from .features import SequenceVectorizer, feature_set
 from .metrics import SCHEMES, chunk_report, format_conlleval
+from .parsing import F1MaxMarginParser, PCFGParser, parseval, preprocess, read_ptb
+
+#: The parsers of ``train-parser --parser``.
+PARSERS = {"max-margin": F1MaxMarginParser, "pcfg": PCFGParser}
 
 PROG = "sklstruct"
 
@@ -437,6 +442,140 @@ def cmd_evaluate(args):
 # -- the parser ----------------------------------------------------------------------------
 
 
+# -- parsing -------------------------------------------------------------------------------
+
+
+def _read_trees(paths, encoding):
+    """Trees of bracket files, preprocessed (function tags and empty elements
+    removed), with the file each came from."""
+    out = []
+    for path in paths:
+        _check_readable(path, "treebank file")
+        try:
+            trees = read_ptb(path, encoding=encoding)
+        except ValueError as exc:
+            if _looks_like_a_model(path):
+                raise CommandError(f"treebank file {path!r} looks like a saved model, not "
+                                   "bracketed trees (are the arguments swapped?)") from None
+            raise CommandError(exc) from None
+        for k, tree in enumerate(trees):
+            try:
+                out.append(preprocess(tree))
+            except ValueError as exc:
+                raise CommandError(f"{path!r}, tree {k + 1}: {exc}") from None
+    return out
+
+
+def _split_token(token, where):
+    """``word/TAG`` (split at the last slash) -> (word, tag)."""
+    word, sep, tag = token.rpartition("/")
+    if not sep or not word or not tag:
+        raise CommandError(f"{where}: token {token[:50]!r} is not word/TAG (the model was "
+                           "trained on tagged input)")
+    return word, tag
+
+
+def cmd_train_parser(args):
+    """Read bracketed trees, fit a parser and save it."""
+    parser = PARSERS[args.parser]()
+    try:
+        parser.set_params(**_parse_params(args.param))
+        if args.verbose and "verbose" in parser.get_params():
+            parser.set_params(verbose=args.verbose)
+        parser._validate_params()
+    except (ValueError, TypeError) as exc:
+        raise CommandError(exc, USAGE_ERROR) from None
+    for path in args.trees:
+        if _same_file(path, args.model):
+            raise CommandError(f"the model path {args.model!r} is a treebank file; the model "
+                               "would overwrite it", USAGE_ERROR)
+    _check_writable(args.model, "model")
+    trees = [t for t in _read_trees(args.trees, args.encoding)
+             if 0 < len(t.leaves()) <= args.max_length]
+    if not trees:
+        raise CommandError(f"no tree of 1 to {args.max_length} words in {args.trees}")
+    X = [t.leaves() for t in trees] if args.words else [t.pos() for t in trees]
+    tic = time.perf_counter()
+    parser.fit(X, trees)
+    seconds = time.perf_counter() - tic
+    saved = {"parser": parser, "input": "words" if args.words else "tagged",
+             "sklstruct_version": __version__}
+    _write("model", args.model, lambda: joblib.dump(saved, args.model, compress=3))
+    print(f"trained {args.parser} on {len(trees)} trees of at most {args.max_length} words "
+          f"in {seconds:.2f} s; saved to {args.model}")
+    return 0
+
+
+def _load_parser(path):
+    """The saved dict of ``sklstruct train-parser``, checked."""
+    _check_readable(path, "model")
+    not_a_model = f"{path!r} is not a model saved by 'sklstruct train-parser'"
+    try:
+        saved = joblib.load(path)
+    except Exception as exc:  # unpickling a file that is not a model can raise anything
+        raise CommandError(f"{not_a_model}: {type(exc).__name__}: {exc}") from None
+    if (not isinstance(saved, dict) or not isinstance(saved.get("parser"), tuple(PARSERS.values()))
+            or saved.get("input") not in ("words", "tagged")):
+        raise CommandError(f"{not_a_model} (a tagger model is used with 'sklstruct tag')")
+    try:
+        check_is_fitted(saved["parser"], "w_binary_")
+    except NotFittedError:
+        raise CommandError(f"model {path!r} is not fitted") from None
+    return saved
+
+
+def cmd_parse(args):
+    """Parse sentences (one per line) or the sentences of bracketed trees."""
+    saved = _load_parser(args.model)
+    parser, tagged = saved["parser"], saved["input"] == "tagged"
+    gold = None
+    if args.trees:
+        gold = _read_trees([args.input], args.encoding)
+        X = [t.pos() if tagged else t.leaves() for t in gold]
+    else:
+        text = _read_text(args.input, args.encoding)
+        X = []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            tokens = line.split()
+            if not tokens:
+                continue
+            where = f"{args.input!r}, line {lineno}"
+            if len(tokens) > parser.max_length:
+                raise CommandError(f"{where}: {len(tokens)} tokens, more than the model's "
+                                   f"max_length={parser.max_length}")
+            X.append([_split_token(t, where) for t in tokens] if tagged else tokens)
+    if not X:
+        raise CommandError(f"{args.input!r} holds no sentence")
+    pred = parser.predict(X)
+    text = "".join(f"{t}\n" for t in pred)
+    if args.output:
+        _check_writable(args.output, "output")
+        _write("output", args.output, lambda: _write_text(args.output, text, args.encoding))
+    else:
+        sys.stdout.write(text)
+    if gold is not None:
+        s = parseval(gold, pred)
+        print(f"P {100 * s['precision']:.2f}  R {100 * s['recall']:.2f}  "
+              f"F1 {100 * s['f1']:.2f}  exact {100 * s['exact_match']:.2f}  "
+              f"({s['n_valid']} of {s['n_sentences']} sentences scored)", file=sys.stderr)
+    return 0
+
+
+def _read_text(path, encoding):
+    _check_readable(path, "input")
+    try:
+        with open(path, encoding=encoding) as f:
+            return f.read()
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{path!r} is not {encoding} text ({exc.reason}); the file "
+                           "encoding is set with --encoding") from None
+
+
+def _write_text(path, text, encoding):
+    with open(path, "w", encoding=encoding) as f:
+        f.write(text)
+
+
 #: The feature presets of ``train --features`` (see :func:`sklstruct.feature_set`).
 PRESETS = {
     "chunking": "CRFsuite's chunking templates (words and POS in a window; needs a POS column)",
@@ -541,6 +680,44 @@ def build_parser():
                                "scheme instead of conlleval's (needed for IOBES and BILOU)")
     io_options(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
+
+    train_parser = sub.add_parser(
+        "train-parser", help="fit a constituency parser on bracketed trees and save it",
+        description="Fit a parser on Penn Treebank bracket files (function tags and empty "
+                    "elements are removed first). Parameters of the max-margin parser: "
+                    + ", ".join(f"{k}={v!r}" for k, v in
+                                sorted(F1MaxMarginParser().get_params().items())
+                                if k != "tagger") + ".")
+    train_parser.add_argument("trees", nargs="+", help="bracketed tree files (.mrg)")
+    train_parser.add_argument("--model", "-m", required=True, help="where to save the model")
+    train_parser.add_argument("--parser", choices=sorted(PARSERS), default="max-margin")
+    train_parser.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
+                              help="parser parameter, e.g. -p C=10 -p loss=f1 (repeatable)")
+    train_parser.add_argument("--words", action="store_true",
+                              help="train on words only (default: word/tag pairs, so that "
+                                   "'parse' takes word/TAG tokens)")
+    train_parser.add_argument("--max-length", type=_int_at_least(1), default=40,
+                              help="train on the trees of at most this many words "
+                                   "(default 40)")
+    train_parser.add_argument("--verbose", "-v", type=_int_at_least(0), default=0)
+    io_options(train_parser)
+    train_parser.set_defaults(func=cmd_train_parser)
+
+    parse = sub.add_parser(
+        "parse", help="parse sentences with a saved parser",
+        description="Parse one sentence per line (tokens separated by spaces: words, or "
+                    "word/TAG for a model trained on tagged trees), or with --trees the "
+                    "sentences of a bracket file, whose PARSEVAL scores are then printed on "
+                    "standard error. Loading a model executes code stored in it: use only "
+                    "trusted files.")
+    parse.add_argument("model", help="model saved by 'sklstruct train-parser'")
+    parse.add_argument("input", help="sentences, one per line (or bracketed trees)")
+    parse.add_argument("--trees", action="store_true",
+                       help="the input holds bracketed gold trees: parse their sentences and "
+                            "score the result")
+    parse.add_argument("--output", "-o", help="output file (default: standard output)")
+    io_options(parse)
+    parse.set_defaults(func=cmd_parse)
     return parser
 
 

@@ -350,3 +350,84 @@ def test_tag_nbest_writes_crfpp_blocks(files, tmp_path, capsys):
     plain = capsys.readouterr().out
     assert [b.split("\n", 1)[1] for b in first.strip().split("\n\n")] == \
         plain.strip().split("\n\n")
+
+
+# -- parsing -------------------------------------------------------------------------------
+
+TOY_TREES = [
+    "( (S (NP-SBJ (DT the) (NN dog)) (VP (VBZ barks))) )",
+    "( (S (NP (DT a) (NN cat)) (VP (VBZ sleeps) (-NONE- *T*-1))) )",
+    "( (S (NP (DT the) (NN cat)) (VP (VBZ sees) (NP (DT a) (NN dog)))) )",
+    "( (S (NP (NNP John)) (VP (VBZ sees) (NP (DT the) (NN cat)) "
+    "(PP (IN with) (NP (DT a) (NN telescope))))) )",
+    "( (S (NP (NNP Mary)) (VP (VBZ sleeps)) (. .)) )",
+]
+
+
+@pytest.fixture(scope="module")
+def treebank(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("parse")
+    (tmp / "train.mrg").write_text("\n".join(TOY_TREES) + "\n")
+    return tmp
+
+
+@pytest.mark.parametrize("words", [False, True])
+def test_train_parser_and_parse(treebank, capsys, words):
+    model = treebank / f"parser{words}.joblib"
+    argv = ["train-parser", str(treebank / "train.mrg"), "-m", str(model), "-p", "C=10",
+            "-p", "max_iter=40"] + (["--words"] if words else [])
+    assert main(argv) == 0
+    assert "trained max-margin on 5 trees" in capsys.readouterr().out
+    # the training sentences come back as their (preprocessed) trees, with scores
+    out = treebank / "out.mrg"
+    assert main(["parse", str(model), str(treebank / "train.mrg"), "--trees", "-o", str(out)]) == 0
+    assert "F1 100.00" in capsys.readouterr().err
+    assert out.read_text().splitlines()[0] == "(S (NP (DT the) (NN dog)) (VP (VBZ barks)))"
+    # one sentence per line; blank lines skipped
+    sents = treebank / "sents.txt"
+    sents.write_text("the cat sees a dog\n\nMary sleeps .\n" if words else
+                     "the/DT cat/NN sees/VBZ a/DT dog/NN\n\nMary/NNP sleeps/VBZ ./.\n")
+    assert main(["parse", str(model), str(sents)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["(S (NP (DT the) (NN cat)) (VP (VBZ sees) (NP (DT a) (NN dog))))",
+                     "(S (NP (NNP Mary)) (VP (VBZ sleeps)) (. .))"]
+
+
+def test_parser_commands_fail_clearly(treebank, files, capsys):
+    model = treebank / "pcfg.joblib"
+    assert main(["train-parser", str(treebank / "train.mrg"), "-m", str(model),
+                 "--parser", "pcfg"]) == 0
+    capsys.readouterr()
+    bad = treebank / "bad.mrg"
+    bad.write_text("( (S (NP (DT the) (NN dog)) (VP (VBZ barks)) )\n")
+    words = treebank / "words.txt"
+    words.write_text("the dog barks\n")
+    long = treebank / "long.txt"
+    long.write_text(" ".join(["a/DT"] * 101) + "\n")
+    tagger_model = files / "tagger.joblib"
+    assert main(["train", str(files / "train.txt"), "-m", str(tagger_model)]) == 0
+    cases = [
+        (["train-parser", str(bad), "-m", str(treebank / "x.joblib")], 1, "bad.mrg"),
+        (["train-parser", str(treebank / "nope.mrg"), "-m", str(treebank / "x.joblib")], 1,
+         "does not exist"),
+        (["train-parser", str(treebank / "train.mrg"), "-m", str(treebank / "x.joblib"),
+          "-p", "C=-1"], 2, "C"),
+        (["train-parser", str(treebank / "train.mrg"), "-m", str(treebank / "train.mrg")], 2,
+         "overwrite"),
+        (["train-parser", str(treebank / "train.mrg"), "-m", str(treebank / "x.joblib"),
+          "--max-length", "1"], 1, "no tree"),
+        (["parse", str(model), str(words)], 1, "line 1: token 'the' is not word/TAG"),
+        (["parse", str(model), str(long)], 1, "line 1: 101 tokens"),
+        (["parse", str(tagger_model), str(words)], 1, "not a model saved by 'sklstruct "
+         "train-parser'"),
+        (["parse", str(words), str(words)], 1, "not a model"),
+        (["parse", str(model), str(treebank / "train.mrg"), "--trees", "-o",
+          str(treebank)], 1, "is a directory"),
+    ]
+    for argv, status, message in cases:
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == status, (argv, err)
+        assert message in err, (argv, err)
+        assert err.count("\n") == 1
