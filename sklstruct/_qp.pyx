@@ -152,8 +152,8 @@ cdef double block_gap(const double* alpha, const double* grad, const long long* 
     return down - up if any_down else 0.0
 
 
-cdef int block_sweeps(const double* K, const double* b, double* alpha, double* grad,
-                      Py_ssize_t m, const long long* ptr, const long long* idx,
+cdef int block_sweeps(const double* K, Py_ssize_t ld, const double* b, double* alpha,
+                      double* grad, Py_ssize_t m, const long long* ptr, const long long* idx,
                       Py_ssize_t n_blocks, Py_ssize_t max_nb, double cap, double tol,
                       int max_sweeps, double* worst_out) noexcept nogil:
     """The loop of :func:`block_smo` (inputs validated).  Returns the number of
@@ -200,7 +200,7 @@ cdef int block_sweeps(const double* K, const double* b, double* alpha, double* g
                 G[u] = 0.0
                 G[u * (nb + 1)] = 0.0
             for t in range(nb):
-                row = K + bi[t] * m
+                row = K + bi[t] * ld
                 for u in range(nb):
                     G[(t + 1) * (nb + 1) + u + 1] = row[bi[u]]
                 a[t + 1] = alpha[bi[t]]
@@ -214,7 +214,7 @@ cdef int block_sweeps(const double* K, const double* b, double* alpha, double* g
                 d = a[t + 1] - alpha[bi[t]]
                 if d != 0.0:
                     alpha[bi[t]] = a[t + 1]
-                    row = K + bi[t] * m
+                    row = K + bi[t] * ld
                     for r in range(m):
                         grad[r] -= d * row[r]
         if worst <= tol:
@@ -222,7 +222,7 @@ cdef int block_sweeps(const double* K, const double* b, double* alpha, double* g
         # refresh the gradient against rounding drift
         for r in range(m):
             acc = b[r]
-            row = K + r * m
+            row = K + r * ld
             for c in range(m):
                 acc -= row[c] * alpha[c]
             grad[r] = acc
@@ -242,7 +242,8 @@ def block_smo(double[:, ::1] K, double[::1] b, double[::1] alpha, double[::1] gr
         s.t. sum_{k in block e} alpha_k <= cap   for every block (example) e,
 
     keeping ``grad = b - K alpha`` up to date (``K`` symmetric PSD, ``alpha``
-    feasible).  A block with its slack variable ``cap - sum_e alpha`` (a zero
+    feasible; ``K`` may be a larger buffer whose top-left ``m x m`` block is
+    used, so that a growing working set need not copy it).  A block with its slack variable ``cap - sum_e alpha`` (a zero
     row and column of G, gradient 0) is a problem (*) with ``G`` the block's
     submatrix of ``K`` and ``ell = b - K[block, others] alpha_others``; each
     sweep runs :c:func:`simplex_smo` (at most ``2 nb + 5`` steps) on every block
@@ -261,7 +262,7 @@ def block_smo(double[:, ::1] K, double[::1] b, double[::1] alpha, double[::1] gr
     cdef Py_ssize_t max_nb
     cdef double worst = 0.0
     cdef int sweeps
-    if K.shape[0] != m or K.shape[1] != m or alpha.shape[0] != m or grad.shape[0] != m:
+    if K.shape[0] < m or K.shape[1] < m or alpha.shape[0] != m or grad.shape[0] != m:
         raise ValueError("K, b, alpha and grad have inconsistent shapes")
     if block_ptr.shape[0] < 1 or block_ptr[0] != 0 or block_ptr[n_blocks] != block_idx.shape[0]:
         raise ValueError("block_ptr is not a valid offset array")
@@ -281,7 +282,8 @@ def block_smo(double[:, ::1] K, double[::1] b, double[::1] alpha, double[::1] gr
         return 0, 0.0
     max_nb = int(sizes.max())
     with nogil:
-        sweeps = block_sweeps(&K[0, 0], &b[0], &alpha[0], &grad[0], m, &block_ptr[0],
+        sweeps = block_sweeps(&K[0, 0], K.shape[1], &b[0], &alpha[0], &grad[0], m,
+                              &block_ptr[0],
                               &block_idx[0], n_blocks, max_nb, cap, tol,
                               max_sweeps, &worst)
     if sweeps < 0:

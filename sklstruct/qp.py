@@ -83,13 +83,19 @@ class WorkingSetQP:
         self.b = np.zeros(0)
         self.example = np.zeros(0, dtype=np.int64)
         self.alpha = np.zeros(0)
-        self.K = np.zeros((0, 0))
+        self._Kbuf = np.zeros((0, 0))   # K is its top-left block (gram="dense")
         self.grad = np.zeros(0)   # b - K alpha
         self.idle = np.zeros(0, dtype=np.int64)
 
     @property
     def n_constraints(self):
         return len(self.b)
+
+    @property
+    def K(self):
+        """The Gram matrix of the working set (empty with ``gram="blocks"``)."""
+        m = self.n_constraints if self._mode == "dense" else 0
+        return self._Kbuf[:m, :m]
 
     def add(self, rows, b, example):
         """Add constraints: ``rows`` (m, d) sparse ``a_k``, offsets ``b``,
@@ -103,7 +109,7 @@ class WorkingSetQP:
                 self.n_constraints + len(b) > self.max_dense):
             # from here on: w and per-example blocks instead of K
             self._w = self.w()
-            self.K = np.zeros((0, 0))
+            self._Kbuf = np.zeros((0, 0))
             self.grad = np.zeros(0)
             self._mode = "blocks"
         if self._mode == "blocks":
@@ -117,13 +123,17 @@ class WorkingSetQP:
             return
         cross = np.asarray((rows @ self.rows.T).todense()).reshape(len(b), self.n_constraints)
         new = np.asarray((rows @ rows.T).todense())
-        m = self.n_constraints
-        K = np.empty((m + len(b), m + len(b)))
-        K[:m, :m] = self.K
-        K[m:, :m] = cross
-        K[:m, m:] = cross.T
-        K[m:, m:] = new
-        self.K = K
+        m, k = self.n_constraints, len(b)
+        if m + k > self._Kbuf.shape[0]:
+            # grow the buffer geometrically: an addition copies K only when
+            # the capacity doubles, not every time
+            grown = np.empty((max(2 * self._Kbuf.shape[0], m + k, 64),) * 2)
+            grown[:m, :m] = self._Kbuf[:m, :m]
+            self._Kbuf = grown
+        K = self._Kbuf
+        K[m:m + k, :m] = cross
+        K[:m, m:m + k] = cross.T
+        K[m:m + k, m:m + k] = new
         self.rows = sp.vstack([self.rows, rows], format="csr")
         self.grad = np.concatenate([self.grad, b - cross @ self.alpha])
         self.b = np.concatenate([self.b, b])
@@ -141,7 +151,7 @@ class WorkingSetQP:
         self.rows = self.rows[idx]
         names = ["b", "example", "alpha", "idle"]
         if self._mode == "dense":
-            self.K = self.K[np.ix_(idx, idx)]
+            self._Kbuf[:len(idx), :len(idx)] = self._Kbuf[np.ix_(idx, idx)]
             names.append("grad")
         for name in names:
             setattr(self, name, getattr(self, name)[idx])
@@ -187,8 +197,7 @@ class WorkingSetQP:
         order = np.argsort(self.example, kind="stable").astype(np.int64)
         starts = np.flatnonzero(np.diff(self.example[order])) + 1
         ptr = np.concatenate([[0], starts, [len(order)]]).astype(np.int64)
-        self.K = np.ascontiguousarray(self.K)
-        sweeps, _ = block_smo(self.K, self.b, self.alpha, self.grad, ptr, order, self.cap, float(tol),
+        sweeps, _ = block_smo(self._Kbuf, self.b, self.alpha, self.grad, ptr, order, self.cap, float(tol),
                         int(max_sweeps))
         self.idle = np.where(self.alpha > 0, 0, self.idle + 1)
         return sweeps

@@ -82,6 +82,28 @@ def test_qp_matches_scipy_and_dual_never_decreases(seed, gram):
         assert qp.K.shape == (0, 0)
 
 
+def test_qp_dense_gram_grows_without_copying_every_time():
+    """Adding constraints one at a time reallocates the Gram buffer only when
+    its capacity doubles; the solution equals a fresh solve of the constraints
+    kept."""
+    rng = np.random.default_rng(1)
+    A, b, ex = rng.normal(size=(200, 6)), rng.uniform(0, 1, 200), rng.integers(0, 20, 200)
+    qp, buffers = WorkingSetQP(6, 0.5), set()
+    for k in range(200):
+        qp.add(sp.csr_matrix(A[k:k + 1]), b[k:k + 1], ex[k:k + 1])
+        buffers.add(id(qp._Kbuf))
+        if k % 50 == 49:
+            qp.solve(tol=1e-10)
+            qp.remove_idle(patience=3)
+    assert len(buffers) <= 3
+    np.testing.assert_allclose(qp.K, qp.rows @ qp.rows.T.toarray(), atol=1e-12)
+    qp.solve(tol=1e-10)
+    fresh = WorkingSetQP(6, 0.5)
+    fresh.add(qp.rows, qp.b, qp.example)
+    fresh.solve(tol=1e-10)
+    assert qp.dual() == pytest.approx(fresh.dual(), abs=1e-7)
+
+
 def test_qp_gram_option_is_validated():
     with pytest.raises(ValueError, match="gram"):
         WorkingSetQP(3, 1.0, gram="sparse")
