@@ -82,8 +82,12 @@ class F1MaxMarginParser(BaseParser):
 
     Parameters
     ----------
-    C : float, default=1.0
-        Regularization constant of eq. 2.
+    C : float, default=10.0
+        Regularization constant of eq. 2.  Larger C fits the training trees
+        more closely: on the Penn Treebank sample (1,401 training sentences,
+        default features, gold tags) dev F1 was 81.1 / 85.3 / 86.5 / 88.5 /
+        88.7 at C = 1 / 3 / 10 / 30 / 100, and training took 68 / 85 / 131 /
+        160 / 237 s.
     loss : {"f1", "f1_binarized", "fp", "zero_one"}, default="f1"
         ``Delta`` of eq. 2 (rows of Table 1):
 
@@ -253,7 +257,7 @@ class F1MaxMarginParser(BaseParser):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, C=1.0, loss="f1", *, features=FEATURE_SETS, factor="right",
+    def __init__(self, C=10.0, loss="f1", *, features=FEATURE_SETS, factor="right",
                  horizontal=1, vertical=1,
                  max_unary_chain=None, lexical_features=None, fixed_tags=False, max_iter=30,
                  tol=0.01,
