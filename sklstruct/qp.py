@@ -121,8 +121,17 @@ class WorkingSetQP:
             for e in np.unique(example):
                 self._blocks.pop(int(e), None)
             return
-        cross = np.asarray((rows @ self.rows.T).todense()).reshape(len(b), self.n_constraints)
-        new = np.asarray((rows @ rows.T).todense())
+        if len(b) <= 8:
+            # a few rows (the 1-slack solver adds one): products with their
+            # dense copies cost nnz(A) per row, where a sparse product would
+            # transpose all of A
+            D = rows.toarray()
+            cross = np.asarray(self.rows @ D.T).T.reshape(len(b), self.n_constraints)
+            new = np.asarray(rows @ D.T)
+        else:
+            cross = np.asarray((rows @ self.rows.T).todense()).reshape(len(b),
+                                                                    self.n_constraints)
+            new = np.asarray((rows @ rows.T).todense())
         m, k = self.n_constraints, len(b)
         if m + k > self._Kbuf.shape[0]:
             # grow the buffer geometrically: an addition copies K only when

@@ -599,7 +599,7 @@ class F1MaxMarginParser(BaseParser):
                 first = order[np.r_[True, np.diff(ex[order]) != 0]]
                 sel = first[margin[first] > 0]
                 if margin[sel].sum() / n > xi + self.tol:
-                    self._add_one_slack(qp, rows[sel], deltas[sel], n, w0)
+                    self._add_one_slack(qp, rows, sel, deltas, n, w0)
                     self._log(it, len(sel), qp, float("nan"), tic, cached=True)
                     continue
             passes += 1
@@ -620,7 +620,8 @@ class F1MaxMarginParser(BaseParser):
             violated = values.sum() / n > xi + self.tol
             if violated:
                 self._add_one_slack(qp, sp.vstack([row for _, row, _ in viol], format="csr"),
-                                    np.array([d for _, _, d in viol]), n, w0)
+                                    np.arange(len(viol)), np.array([d for _, _, d in viol]),
+                                    n, w0)
             self._log(it, len(viol), qp, primal, tic)
             if not violated:
                 self.converged_ = True
@@ -635,11 +636,15 @@ class F1MaxMarginParser(BaseParser):
     #: Trees kept per sentence in the 1-slack cache.
     _CACHE_SIZE = 10
 
-    def _add_one_slack(self, qp, rows, deltas, n, w0):
+    def _add_one_slack(self, qp, rows, sel, deltas, n, w0):
         """Add the 1-slack constraint ``(1/n) sum_i Delta_i (w0 + u).dPsi_i >=
-        (1/n) sum_i Delta_i - xi`` of the given trees and re-solve."""
-        a = sp.csr_matrix(rows.sum(axis=0) / n)
-        b = float(deltas.sum()) / n
+        (1/n) sum_i Delta_i - xi`` of the trees ``sel`` (rows of ``rows``,
+        ``Delta * dPsi``) and re-solve.  The sum is a sparse product, so its
+        cost is that of the selected rows, not of the weight vector."""
+        pick = sp.csr_matrix((np.full(len(sel), 1.0 / n), (np.zeros(len(sel), dtype=np.int64),
+                                                           sel)), shape=(1, rows.shape[0]))
+        a = (pick @ rows).tocsr()
+        b = float(deltas[sel].sum()) / n
         qp.add(a, [b - float((a @ w0)[0])], [0])
         qp.solve(tol=self.qp_tol)
         qp.remove_idle(patience=50)
