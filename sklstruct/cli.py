@@ -196,15 +196,9 @@ def _load(path, argument="MODEL"):
     Loading runs joblib/pickle, which executes code stored in the file: load
     only models you trust.
     """
-    _check_readable(path, "model")
     not_a_model = (f"{path!r} is not a model saved by 'sklstruct train' (is {argument} "
                    "the right argument?)")
-    try:
-        saved = joblib.load(path)
-    except MemoryError:
-        raise CommandError(f"{not_a_model}: out of memory while loading it") from None
-    except Exception as exc:  # unpickling a file that is not a model can raise anything
-        raise CommandError(f"{not_a_model}: {type(exc).__name__}: {exc}") from None
+    saved = _unpickle(path, not_a_model)
     if not isinstance(saved, dict) or "model" not in saved:
         raise CommandError(f"{not_a_model}: it holds a {type(saved).__name__}")
     model, n_columns = saved["model"], saved.get("n_columns")
@@ -222,6 +216,28 @@ def _load(path, argument="MODEL"):
     except NotFittedError:
         raise CommandError(f"model {path!r} is not fitted") from None
     return saved
+
+
+def _unpickle(path, not_a_model):
+    """``joblib.load`` of a model file, any failure one line starting with
+    ``not_a_model``."""
+    _check_readable(path, "model")
+    try:
+        return joblib.load(path)
+    except MemoryError:
+        raise CommandError(f"{not_a_model}: out of memory while loading it") from None
+    except Exception as exc:  # unpickling a file that is not a model can raise anything
+        raise CommandError(f"{not_a_model}: {type(exc).__name__}: {exc}") from None
+
+
+def _check_output(output, *inputs):
+    """Refuse an output file that is one of the ``(path, what)`` inputs, and
+    one that cannot be written, before any work is done."""
+    for path, what in inputs:
+        if _same_file(path, output):
+            raise CommandError(f"the output {output!r} is the {what} file; it "
+                               "would be overwritten", USAGE_ERROR)
+    _check_writable(output, "output")
 
 
 def _read_for_model(path, saved, encoding, docstarts=None):
@@ -371,11 +387,7 @@ def _nbest_writer(out, X, y_gold, kbest, encoding):
 def cmd_tag(args):
     """Label a CoNLL file with a saved model (gold column kept when present)."""
     if args.output:
-        for path, what in ((args.model, "model"), (args.input, "input")):
-            if _same_file(path, args.output):
-                raise CommandError(f"the output {args.output!r} is the {what} file; it "
-                                   "would be overwritten", USAGE_ERROR)
-        _check_writable(args.output, "output")
+        _check_output(args.output, (args.model, "model"), (args.input, "input"))
     saved = _load(args.model)
     docstarts = []
     X, y_gold = _read_for_model(args.input, saved, args.encoding, docstarts)
@@ -508,12 +520,8 @@ def cmd_train_parser(args):
 
 def _load_parser(path):
     """The saved dict of ``sklstruct train-parser``, checked."""
-    _check_readable(path, "model")
     not_a_model = f"{path!r} is not a model saved by 'sklstruct train-parser'"
-    try:
-        saved = joblib.load(path)
-    except Exception as exc:  # unpickling a file that is not a model can raise anything
-        raise CommandError(f"{not_a_model}: {type(exc).__name__}: {exc}") from None
+    saved = _unpickle(path, not_a_model)
     if (not isinstance(saved, dict) or not isinstance(saved.get("parser"), tuple(PARSERS.values()))
             or saved.get("input") not in ("words", "tagged")):
         raise CommandError(f"{not_a_model} (a tagger model is used with 'sklstruct tag')")
@@ -526,6 +534,8 @@ def _load_parser(path):
 
 def cmd_parse(args):
     """Parse sentences (one per line) or the sentences of bracketed trees."""
+    if args.output:
+        _check_output(args.output, (args.model, "model"), (args.input, "input"))
     saved = _load_parser(args.model)
     parser, tagged = saved["parser"], saved["input"] == "tagged"
     gold = None
@@ -549,7 +559,6 @@ def cmd_parse(args):
     pred = parser.predict(X)
     text = "".join(f"{t}\n" for t in pred)
     if args.output:
-        _check_writable(args.output, "output")
         _write("output", args.output, lambda: _write_text(args.output, text, args.encoding))
     else:
         sys.stdout.write(text)

@@ -423,6 +423,7 @@ def test_parser_commands_fail_clearly(treebank, files, capsys):
         (["parse", str(words), str(words)], 1, "not a model"),
         (["parse", str(model), str(treebank / "train.mrg"), "--trees", "-o",
           str(treebank)], 1, "is a directory"),
+        (["parse", str(model), str(words), "-o", str(words)], 2, "would be overwritten"),
     ]
     for argv, status, message in cases:
         with pytest.raises(SystemExit) as exc:

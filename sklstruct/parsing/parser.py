@@ -332,19 +332,22 @@ class F1MaxMarginParser(BaseParser):
             parts[2] += theta * self.pcfg_.w_root_
         return tuple(parts)
 
-    def _sentence_data(self, tokens_list):
+    def _sentence_data(self, tokens_list, feats=None, spans=None):
         """What the scores of the given sentences need: lexical features,
-        the PCFG's lexical log-probabilities, span features, tag masks."""
+        the PCFG's lexical log-probabilities, span features, tag masks
+        (``feats``, ``spans``: already computed by ``fit``)."""
         words = [[t[0] for t in toks] if self.tagged_ else list(toks) for toks in tokens_list]
         tags = [[t[1] for t in toks] for toks in tokens_list] if self.tagged_ else None
         use = self.features_
+        none = [None] * len(tokens_list)
+        if feats is None:
+            feats = self.vectorizer_.transform(tokens_list) if "rules" in use else none
+        if spans is None:
+            spans = self.span_features_.transform(words, tags) if "spans" in use else none
         return {
-            "feats": (self.vectorizer_.transform(tokens_list) if "rules" in use
-                      else [None] * len(tokens_list)),
-            "pcfg_lex": (self.pcfg_._lexical_scores(tokens_list) if "pcfg" in use
-                         else [None] * len(tokens_list)),
-            "spans": (self.span_features_.transform(words, tags) if "spans" in use
-                      else [None] * len(tokens_list)),
+            "feats": feats,
+            "pcfg_lex": self.pcfg_._lexical_scores(tokens_list) if "pcfg" in use else none,
+            "spans": spans,
             "masks": [self._tag_mask(t) for t in tokens_list],
             "n": [len(w) for w in words],
         }
@@ -385,9 +388,18 @@ class F1MaxMarginParser(BaseParser):
 
     def _token_scores(self, tokens_list):
         sd = self._sentence_data(tokens_list)
-        return [(self._lex(sd, i), self._anchored(sd, i),
-                 None if sd["masks"][i] is None else self._lex(sd, i, open_tags=True))
-                for i in range(len(tokens_list))]
+        out = []
+        for i in range(len(tokens_list)):
+            mask = sd["masks"][i]
+            if mask is None:
+                lex, retry = self._lex(sd, i), None
+            else:
+                # the second attempt's scores penalise the other tags where
+                # the first exclude them: one product for both
+                retry = self._lex(sd, i, open_tags=True)
+                lex = np.where(mask, -np.inf, retry)
+            out.append((lex, self._anchored(sd, i), retry))
+        return out
 
     def _tag_mask(self, tokens):
         """With ``fixed_tags`` and tagged input, the (n_tokens, n_tags) mask of
@@ -464,10 +476,11 @@ class F1MaxMarginParser(BaseParser):
         wb, wu, wr = self._rule_scores()
         return wb, self.compiled_.chain_weights(wu), wr
 
-    def _training_data(self, tokens_list, gold):
+    def _training_data(self, tokens_list, gold, feats=None, spans=None):
         """Per-sentence data of loss-augmented inference: features, gold
-        decompositions and their Psi."""
-        sd = self._sentence_data(tokens_list)
+        decompositions and their Psi (``feats``, ``spans``: see
+        ``_sentence_data``)."""
+        sd = self._sentence_data(tokens_list, feats, spans)
         return {"sd": sd, "gold": gold,
                 "psi": [self._psi(dec, sd, i) for i, dec in enumerate(gold)]}
 
@@ -496,7 +509,8 @@ class F1MaxMarginParser(BaseParser):
         templates = list(self.lexical_features or LEXICAL_FEATURES)
         if self.tagged_ and self.lexical_features is None:
             templates.append("pos")
-        self.vectorizer_ = SequenceVectorizer(templates).fit(tokens)
+        self.vectorizer_ = SequenceVectorizer(templates)
+        feats = self.vectorizer_.fit_transform(tokens)
         self.n_word_features_ = len(self.vectorizer_.vocabulary_)
         if "pcfg" in self.features_:
             self.pcfg_ = PCFGParser(factor=self.factor, horizontal=self.horizontal,
@@ -511,18 +525,19 @@ class F1MaxMarginParser(BaseParser):
         if "spans" in self.features_:
             words = prepared["words"]
             tags = [[t[1] for t in toks] for toks in tokens] if self.tagged_ else None
-            self.span_features_ = SpanFeatures().fit(words, tags)
+            self.span_features_ = SpanFeatures()
+            spans = self.span_features_.fit_transform(words, tags)
+        else:
+            spans = None
         self.n_weights_ = sum(size for _, size in self._layout())
         self.coef_ = np.zeros(self.n_weights_)
         self._set_views()
         # the PCFG's log-probabilities enter with weight 1 plus a learned
         # deviation: w = w0 + u, with only u regularized (see Notes)
-        w0 = np.zeros(self.n_weights_)
-        if "pcfg" in self.features_:
-            w0[self._offsets["pcfg"]:self._offsets["pcfg"] + 2] = 1.0
-        self.coef_ = w0.copy()
-        self._set_views()
-        data = self._training_data(tokens, prepared["gold"])
+        self.w_pcfg_[:] = 1.0
+        w0 = self.coef_.copy()
+        data = self._training_data(tokens, prepared["gold"],
+                                   feats if "rules" in self.features_ else None, spans)
         self.history_ = []
         self.converged_ = False
         parallel = Parallel(n_jobs=n_threads(self.n_jobs, n), require="sharedmem")
@@ -537,6 +552,12 @@ class F1MaxMarginParser(BaseParser):
         scores = self._current_scores()
         return parallel(delayed(self._most_violated)(i, data, scores)
                         for i in range(len(data["gold"])))
+
+    def _primal(self, values, w0):
+        """Eq. 2 at the current weights, from every sentence's most violating
+        value ``Delta (1 - w.dPsi)`` (an upper bound on the optimum)."""
+        u = self.coef_ - w0
+        return 0.5 * float(u @ u) + self.C / len(values) * float(values.sum())
 
     def _log(self, it, violated, qp, primal, tic, cached=False):
         entry = {"iteration": it, "violated": violated, "constraints": qp.n_constraints,
@@ -559,8 +580,7 @@ class F1MaxMarginParser(BaseParser):
             ws = qp.slacks()
             xi[:len(ws)] = ws
             values = np.array([v for _, v, _, _ in found])
-            u = self.coef_ - w0
-            primal = 0.5 * float(u @ u) + self.C / n * values.sum()
+            primal = self._primal(values, w0)
             new = [(i, psi, d) for (i, v, psi, d) in found
                    if psi is not None and v > xi[i] + self.tol]
             if new:
@@ -604,9 +624,8 @@ class F1MaxMarginParser(BaseParser):
                     continue
             passes += 1
             found = self._violators(data, parallel)
-            u = self.coef_ - w0
             values = np.array([v for _, v, _, _ in found])
-            primal = 0.5 * float(u @ u) + self.C / n * values.sum()
+            primal = self._primal(values, w0)
             viol = [(i, d * (data["psi"][i] - psi), d) for (i, v, psi, d) in found
                     if psi is not None]
             for i, row, d in viol:

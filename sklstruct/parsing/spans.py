@@ -86,19 +86,26 @@ class SpanFeatures:
         return [w.lower() if self.counts_.get(w.lower(), 0) >= self.min_count
                 else word_signature(w) for w in words]
 
+    def _ids(self, table, values, limit):
+        """Ids of ``values`` padded with ``<s>`` (1) and ``</s>`` (2); new
+        values get new ids while fitting, else 0 (unseen), as do ids from
+        ``limit`` on."""
+        if self._growing:
+            ids = [table.setdefault(v, len(table) + 3) for v in values]
+        else:
+            ids = [table.get(v, 0) for v in values]
+        out = np.array([1] + ids + [2], dtype=np.int64)
+        out[out >= limit] = 0
+        return out
+
     def _codes(self, words, tags):
         """Per template, the integer code of every span of one sentence (rows
         in span order: length, then start), and the span ids."""
         n = len(words)
         W = n + 1
         # padded token arrays: 0 = <s>, 1..n = tokens, n + 1 = </s>
-        wc = np.array([1] + [self.word_ids_.setdefault(c, len(self.word_ids_) + 3)
-                             if self._growing else self.word_ids_.get(c, 0)
-                             for c in self._classes(words)] + [2], dtype=np.int64)
-        sh = np.array([1] + [self.shape_ids_.setdefault(s, len(self.shape_ids_) + 3)
-                             if self._growing else self.shape_ids_.get(s, 0)
-                             for s in map(_edge_shape, words)] + [2], dtype=np.int64)
-        sh[sh >= _B4] = 0
+        wc = self._ids(self.word_ids_, self._classes(words), np.iinfo(np.int64).max)
+        sh = self._ids(self.shape_ids_, map(_edge_shape, words), _B4)
         i, j = np.triu_indices(W, k=1)
         length = j - i
         codes = {
@@ -109,10 +116,7 @@ class SpanFeatures:
             "edge_shapes": ((sh[i] * _B4 + sh[i + 1]) * _B4 + sh[j]) * _B4 + sh[j + 1],
         }
         if tags is not None:
-            tc = np.array([1] + [self.tag_ids_.setdefault(t, len(self.tag_ids_) + 3)
-                                 if self._growing else self.tag_ids_.get(t, 0)
-                                 for t in tags] + [2], dtype=np.int64)
-            tc[tc >= _B2] = 0
+            tc = self._ids(self.tag_ids_, tags, _B2)
             codes.update({
                 "first_tag": tc[i + 1], "last_tag": tc[j],
                 "tag_before": tc[i], "tag_after": tc[j + 1],
@@ -134,6 +138,17 @@ class SpanFeatures:
         """Learn the word classes and the template values seen in
         ``words_list`` (lists of words; ``tags_list``: their POS tags or
         None)."""
+        self._fit(words_list, tags_list)
+        return self
+
+    def fit_transform(self, words_list, tags_list=None):
+        """:meth:`fit`, then :meth:`transform` of the same sentences, their
+        codes computed once."""
+        return [self._matrices(*c, len(words) + 1)
+                for c, words in zip(self._fit(words_list, tags_list), words_list)]
+
+    def _fit(self, words_list, tags_list):
+        """Fit; returns every sentence's ``_codes``."""
         counts = {}
         for words in words_list:
             for w in words:
@@ -143,11 +158,11 @@ class SpanFeatures:
         self.word_ids_, self.shape_ids_, self.tag_ids_ = {}, {}, {}
         self.tagged_ = tags_list is not None
         self._growing = True
-        seen = {}
+        seen, all_codes = {}, []
         try:
             for k, words in enumerate(words_list):
-                codes, _, _ = self._codes(words, tags_list[k] if self.tagged_ else None)
-                for name, c in codes.items():
+                all_codes.append(self._codes(words, tags_list[k] if self.tagged_ else None))
+                for name, c in all_codes[-1][0].items():
                     seen.setdefault(name, []).append(np.unique(c))
         finally:
             self._growing = False
@@ -162,7 +177,7 @@ class SpanFeatures:
             else:
                 self.offsets_[name] = self.n_features_
                 self.n_features_ += len(vals)
-        return self
+        return all_codes
 
     def transform(self, words_list, tags_list=None):
         """Per sentence, a CSR matrix ``((n + 1) ** 2, n_features_)`` whose row
@@ -172,25 +187,25 @@ class SpanFeatures:
         point between tokens ``s - 1`` and ``s``."""
         if (tags_list is not None) != self.tagged_:
             raise ValueError("tags must be given if and only if they were given in fit")
-        out = []
-        for k, words in enumerate(words_list):
-            codes, sid, split = self._codes(words, tags_list[k] if self.tagged_ else None)
-            W = len(words) + 1
-            parts = {False: ([], []), True: ([], [])}
-            for name, vals in self.values_.items():
-                c = codes[name]
-                pos = np.minimum(np.searchsorted(vals, c), len(vals) - 1)
-                hit = vals[pos] == c
-                is_split = name in SPLIT_TEMPLATES
-                rows, cols = parts[is_split]
-                cols.append(self.offsets_[name] + pos[hit])
-                rows.append((split if is_split else sid)[hit])
-            mats = []
-            for is_split, shape in ((False, (W * W, self.n_features_)),
-                                    (True, (W, self.n_split_features_))):
-                rows, cols = parts[is_split]
-                rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-                cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
-                mats.append(sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape))
-            out.append(tuple(mats))
-        return out
+        return [self._matrices(*self._codes(words, tags_list[k] if self.tagged_ else None),
+                               len(words) + 1) for k, words in enumerate(words_list)]
+
+    def _matrices(self, codes, sid, split, W):
+        """The span and split-point matrices of one sentence's codes."""
+        parts = {False: ([], []), True: ([], [])}
+        for name, vals in self.values_.items():
+            c = codes[name]
+            pos = np.minimum(np.searchsorted(vals, c), len(vals) - 1)
+            hit = vals[pos] == c
+            is_split = name in SPLIT_TEMPLATES
+            rows, cols = parts[is_split]
+            cols.append(self.offsets_[name] + pos[hit])
+            rows.append((split if is_split else sid)[hit])
+        mats = []
+        for is_split, shape in ((False, (W * W, self.n_features_)),
+                                (True, (W, self.n_split_features_))):
+            rows, cols = parts[is_split]
+            rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+            cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+            mats.append(sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape))
+        return tuple(mats)
