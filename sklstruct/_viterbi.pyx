@@ -1469,6 +1469,71 @@ def chain_marginals(E, P, _return_path=False):
     return log_z, node, chain
 
 
+def corpus_marginals(const double[:, ::1] E, const double[:, ::1] P,
+                     const long long[::1] offsets, double[:, ::1] out, double[::1] log_z):
+    """Forward-backward over a block of sentences: ``out`` (rows
+    ``offsets[0]:offsets[-1]``) gets every token's label marginals
+    P(y_t = . | x) and ``log_z[s]`` the log partition function of sentence
+    ``s`` (0 for an empty one), for emission scores ``E`` of the whole
+    corpus (one row per token) and first- or second-order ``P``.
+
+    No validation beyond the shapes (callers pass finite scores of a checked
+    corpus).  ``offsets`` may be a slice of the corpus' offsets and
+    ``log_z`` the matching slice of a per-sentence array, so that threads
+    filling disjoint blocks of sentences share both outputs.  The GIL is
+    released.
+    """
+    cdef Py_ssize_t L = E.shape[1], n_sent = offsets.shape[0] - 1
+    cdef int order = chain_order(np.asarray(P), L)
+    cdef Py_ssize_t S = L if order == 1 else L * L
+    cdef Py_ssize_t s, T, row0, max_T = 0
+    if out.shape[1] != L or out.shape[0] < offsets[n_sent] or E.shape[0] < offsets[n_sent]:
+        raise ValueError(f"E {tuple(E.shape)[:2]} and out {tuple(out.shape)[:2]} must have "
+                         f"{offsets[n_sent]} rows of {L} labels")
+    if log_z.shape[0] != n_sent:
+        raise ValueError(f"log_z has {log_z.shape[0]} entries for {n_sent} sentences")
+    for s in range(n_sent):
+        max_T = max(max_T, offsets[s + 1] - offsets[s])
+    if max_T == 0:
+        log_z[:] = 0.0
+        return
+    cdef double* alpha = <double*>malloc(max_T * S * sizeof(double))
+    cdef double* beta = <double*>malloc((max_T + 3 + L) * S * sizeof(double))
+    cdef double* eE = <double*>malloc(max_T * L * sizeof(double))
+    cdef double* norm = <double*>malloc((max_T + 4 * L) * sizeof(double))
+    cdef double* eTr = <double*>malloc(((L + 2) * L + 4 if order == 1 else L * L * L + 1)
+                                       * sizeof(double))
+    cdef double* chain = <double*>malloc(P.shape[0] * L * sizeof(double))
+    cdef bint scaled = False
+    if (alpha == NULL or beta == NULL or eE == NULL or norm == NULL or eTr == NULL
+            or chain == NULL):
+        free(alpha); free(beta); free(eE); free(norm); free(eTr); free(chain)
+        raise MemoryError()
+    with nogil:
+        if order == 2:
+            scaled_trigrams(&P[0, 0], L, eTr)
+        else:
+            scaled_transitions(&P[0, 0], L, eTr)
+        for s in range(n_sent):
+            row0 = offsets[s]
+            T = offsets[s + 1] - row0
+            if T == 0:
+                log_z[s] = 0.0
+                continue
+            memset(&out[row0, 0], 0, T * L * sizeof(double))
+            if order == 2:
+                log_z[s] = forward_backward2(&E[row0, 0], T, L, &P[0, 0], eTr, alpha, beta,
+                                             norm)
+                add_marginals2(&E[row0, 0], T, L, &P[0, 0], eTr, alpha, beta, log_z[s],
+                               1.0, &out[row0, 0], chain, norm)
+            else:
+                log_z[s] = forward_backward_any(&E[row0, 0], T, L, &P[0, 0], eTr, alpha,
+                                                beta, eE, norm, &scaled)
+                add_marginals_any(&E[row0, 0], T, L, &P[0, 0], eTr, alpha, beta, eE, norm,
+                                  scaled, log_z[s], 1.0, &out[row0, 0], chain)
+    free(alpha); free(beta); free(eE); free(norm); free(eTr); free(chain)
+
+
 def conditioned_expectations(E, P, gold, c=None, bint scaled=True):
     """sum_t c[t] E[F(x, y) | x, y_t = gold[t]] of the chain blocks, the
     expectations of the pointwise losses of Altun, Johnson & Hofmann

@@ -73,6 +73,7 @@ __all__ = [
     "get_scorer",
     "SCHEMES",
     "chunk_counts_per_sentence",
+    "expected_calibration_error",
 ]
 
 
@@ -736,6 +737,59 @@ def token_accuracy_score(y_true, y_pred):
     true = np.fromiter(flat_true, dtype=object, count=len(flat_true))
     pred = np.fromiter(flat_pred, dtype=object, count=len(flat_pred))
     return float(np.mean(true == pred))
+
+
+def expected_calibration_error(correct, confidence, *, n_bins=15):
+    """Expected calibration error of confidence scores.
+
+    The mean gap between confidence and accuracy over equal-width bins of
+    confidence, weighted by the bins' sizes (Guo et al. 2017, eq. 3; Naeini
+    et al. 2015)::
+
+        ECE = sum_b |B_b| / n * |accuracy(B_b) - mean confidence(B_b)|
+
+    Parameters
+    ----------
+    correct : array-like of shape (n,)
+        Whether each prediction was right (bool or 0/1): a token's label, a
+        sentence's whole sequence.
+    confidence : array-like of shape (n,)
+        The probability the model gave each prediction, in [0, 1] (for
+        example the marginal of the predicted label from a tagger's
+        ``predict_marginals``, or ``predict_confidence``).
+    n_bins : int, default=15
+        Bins of width 1 / n_bins; a confidence of exactly 1 falls in the
+        last one.
+
+    Returns
+    -------
+    ece : float
+        In [0, 1]; 0 for a perfectly calibrated model.
+
+    See Also
+    --------
+    sklearn.calibration.calibration_curve : the points of the reliability
+        diagram (accuracy and mean confidence of the non-empty bins).
+    """
+    correct = np.asarray(correct, dtype=float).ravel()
+    confidence = np.asarray(confidence, dtype=float).ravel()
+    if correct.shape != confidence.shape:
+        raise ValueError(f"correct and confidence differ in length: {correct.shape[0]} != "
+                         f"{confidence.shape[0]}")
+    if correct.size == 0:
+        raise ValueError("correct: no predictions to evaluate")
+    if not np.isin(correct, (0.0, 1.0)).all():
+        raise ValueError("correct: must hold booleans (or 0 and 1)")
+    # sums of probabilities may pass 1 by a rounding error
+    if not (np.isfinite(confidence).all() and confidence.min() >= -1e-9
+            and confidence.max() <= 1 + 1e-9):
+        raise ValueError("confidence: must lie in [0, 1]")
+    confidence = np.clip(confidence, 0.0, 1.0)
+    if not (isinstance(n_bins, (int, np.integer)) and n_bins >= 1):
+        raise ValueError(f"n_bins: must be a positive integer; got {n_bins!r}")
+    b = np.minimum((confidence * n_bins).astype(np.int64), n_bins - 1)
+    gap = np.bincount(b, weights=correct - confidence, minlength=n_bins)
+    return float(np.abs(gap).sum() / correct.size)
 
 
 # --------------------------------------------------------------------------

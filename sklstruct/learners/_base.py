@@ -29,6 +29,8 @@ from .._validation import (MAX_C, MAX_K, N_JOBS_CONSTRAINT, check_classes, check
                            check_label_sequences, n_threads, sentence_tags)
 from .._viterbi import chain_order, decode_corpus, kbest_decode
 from ..chain import as_stacked, pack_chain, unpack_chain
+from ._confidence import (METHODS, KBestLists, check_scores, fit_temperature,
+                          sentence_probability, tempered_marginals)
 from ._dual import DualState, dual_epoch
 from ._online import online_epoch
 
@@ -82,9 +84,9 @@ class ChainTagger(BaseEstimator):
         # a classifier (scikit-learn would stratify folds on y)
         return sentence_tags(super().__sklearn_tags__(), sparse=True)
 
-    def _encode(self, y, data, classes):
+    def _encode(self, y, data, classes, unseen=None):
         """Labels of ``y`` as int32 codes into ``classes`` (sorted), or raise
-        naming labels that are not in it."""
+        naming labels that are not in it (``unseen``: their code instead)."""
         labels = check_label_sequences(y, data.lengths)
         if classes is None:
             return labels
@@ -92,10 +94,12 @@ class ChainTagger(BaseEstimator):
             raise ValueError(f"y: labels are {_kind(labels)}s but the classes are "
                             f"{_kind(classes)}s")
         codes = np.clip(np.searchsorted(classes, labels), 0, len(classes) - 1)
-        unseen = classes[codes] != labels
-        if unseen.any():
+        missing = classes[codes] != labels
+        if unseen is not None:
+            codes[missing] = unseen
+        elif missing.any():
             raise ValueError(
-                f"y: labels {sorted(set(labels[unseen].tolist()))[:10]} were not seen in "
+                f"y: labels {sorted(set(labels[missing].tolist()))[:10]} were not seen in "
                 f"training (the model knows {len(classes)} classes); pass every label "
                 "with partial_fit(..., classes=...) on the first call, or refit")
         return codes.astype(np.int32)
@@ -109,11 +113,17 @@ class ChainTagger(BaseEstimator):
         classes, codes = np.unique(self._encode(y, data, None), return_inverse=True)
         return classes, codes.astype(np.int32)
 
+    def _new_weights(self):
+        """Forget what belonged to the weights being replaced (a temperature
+        fitted by :meth:`calibrate`)."""
+        self.__dict__.pop("calibration_", None)
+
     def _set_theta(self, theta, classes, n_features):
         """Publish a weight vector laid out as [W.ravel(), P.ravel()] (the CRF
         and boosting; P with trigram rows for a second-order chain) as the
         learned attributes."""
         F, L = n_features, len(classes)
+        self._new_weights()
         self.classes_ = classes
         self.n_features_in_ = F
         self.coef_ = theta[:F * L].reshape(F, L).T.copy()
@@ -126,6 +136,7 @@ class ChainTagger(BaseEstimator):
         if not (np.isfinite(W).all() and np.isfinite(P).all()):
             raise ValueError("training produced non-finite weights; scale the features "
                              "down or lower C")
+        self._new_weights()
         self.coef_ = W.T
         (self.transition_coef_, self.start_coef_, self.end_coef_,
          self.trigram_coef_) = unpack_chain(P)
@@ -213,10 +224,15 @@ class ChainTagger(BaseEstimator):
         k = check_k(k)
         data = as_stacked(X, self.n_features_in_)
         E, P = self._emissions(data)
+        return [([self.classes_[p] for p in paths], scores)
+                for paths, scores in self._kbest_codes(E, P, data.offsets, k)]
+
+    def _kbest_codes(self, E, P, offsets, k):
+        """(paths (k_s, T_s) int32 label codes, scores (k_s,)) of every
+        sentence, by exact k-best Viterbi in ``n_jobs`` threads."""
         L = P.shape[1]
         check_alloc("the k-best scratch", k,
-                    int(data.lengths.max()) * L ** chain_order(P, L) + 1, 16)
-        offsets = data.offsets
+                    int(np.diff(offsets).max()) * L ** chain_order(P, L) + 1, 16)
 
         def block(first, stop):
             result = []
@@ -224,10 +240,136 @@ class ChainTagger(BaseEstimator):
                 # no more sequences than exist: L ** T may be smaller than k
                 k_s = k if (b - a) * math.log(L) >= math.log(k) else L ** int(b - a)
                 paths, scores = kbest_decode(E[a:b], P, k_s)
-                result.append(([self.classes_[p] for p in paths], scores))
+                result.append((np.asarray(paths, dtype=np.int32), scores))
             return result
-        return [r for part in self._run(block, self._blocks(_PREDICT_BLOCK, len(data)))
+        return [r for part in self._run(block, self._blocks(_PREDICT_BLOCK, len(offsets) - 1))
                 for r in part]
+
+    # -- confidence ------------------------------------------------------------------
+    def _confidence_setting(self):
+        """(method, k, temperature) of the current calibration, or the default
+        (forward-backward at T = 1; see :mod:`._confidence`)."""
+        cal = getattr(self, "calibration_", None)
+        if cal is None:
+            return "forward_backward", 20, 1.0
+        return cal["method"], cal["k"], cal["temperature"]
+
+    def _scores(self, X):
+        """(data, E, P): the stacked X and its finite emission and chain scores."""
+        check_is_fitted(self)
+        data = as_stacked(X, self.n_features_in_)
+        E, P = self._emissions(data)
+        E = np.ascontiguousarray(E, dtype=np.float64)
+        check_scores(E, P)
+        return data, E, P
+
+    def calibrate(self, X, y, method="forward_backward", k=20):
+        """Fit the temperature of :meth:`predict_marginals` and
+        :meth:`predict_confidence` on held-out sentences.
+
+        The tagger's scores ``s(y) = w.F(x, y)`` are read as the distribution
+        ``p(y | x) ~ exp(s(y) / T)``.  ``calibrate`` chooses ``T`` minimising the
+        mean negative log probability of the gold labels of the tokens of
+        ``(X, y)`` (temperature scaling [1]_ of the structured marginals), so
+        that a label given probability 0.8 is right about 80% of the time.
+        Use sentences the tagger was not trained on.
+
+        Parameters
+        ----------
+        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
+            Held-out sentences.
+        y : list of array-like of shape (n_tokens_i,)
+            Their gold labels.  A label not seen in training (probability 0
+            at every temperature) counts in ``log_loss`` as probability
+            1e-12 and does not move the temperature.
+        method : {"forward_backward", "kbest"}, default="forward_backward"
+            ``"forward_backward"``: the distribution over all sequences,
+            exact for the tempered model.  ``"kbest"``: over the ``k`` best
+            sequences only, an estimate in which a label that none of them
+            gives a token has probability 0.  On CoNLL-2000 test (perceptron,
+            PA and k-best SDM trained on 90% of the training file, calibrated
+            on the rest) the token-level expected calibration error was
+            0.9-1.0% with ``"forward_backward"`` and 1.7-2.1% with
+            ``"kbest"`` (2.0-3.9% uncalibrated): a token on which all of the
+            k best sequences agree gets probability 1 at every temperature.
+        k : int, default=20
+            Sequences per sentence of ``"kbest"``.
+
+        Returns
+        -------
+        self : object
+            With ``calibration_``: a dict of ``method``, ``k``,
+            ``temperature`` and the mean log loss of the held-out gold labels
+            at it (``log_loss``) and at ``T = 1`` (``log_loss_at_1``).
+
+        References
+        ----------
+        .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On Calibration
+           of Modern Neural Networks", ICML 2017.
+        """
+        if method not in METHODS:
+            raise ValueError(f"method: must be one of {list(METHODS)}; got {method!r}")
+        k = check_k(k)
+        data, E, P = self._scores(X)
+        # a label the model does not know costs the same at every temperature
+        gold = self._encode(y, data, self.classes_, unseen=-1)
+        temperature, loss, loss_1 = fit_temperature(self, E, P, data.offsets, gold, method, k)
+        self.calibration_ = {"method": method, "k": k, "temperature": temperature,
+                             "log_loss": loss, "log_loss_at_1": loss_1}
+        return self
+
+    def predict_marginals(self, X):
+        """Per-token label probabilities ``P(y_t = label | x)``.
+
+        Forward-backward over all sequences of ``p(y | x) ~ exp(s(y) / T)``,
+        ``s(y) = w.F(x, y)`` the tagger's score, at ``T = 1`` until
+        :meth:`calibrate` fits a temperature on held-out sentences (then with
+        its method, ``k`` and temperature).  For :class:`~sklstruct.CRFTagger`
+        at ``T = 1`` these are the model's own probabilities; for the
+        max-margin learners, whose scores are margins, not log-probabilities,
+        they are an estimate that is only meaningful once calibrated (on
+        CoNLL-2000 the fitted T was 7 for the perceptron, 0.3-0.4 for PA and
+        k-best SDM).
+
+        Parameters
+        ----------
+        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_tokens_i, n_classes)
+            Columns in the order of ``classes_``; rows sum to 1.
+            (sklearn-crfsuite's ``predict_marginals`` gives the same
+            numbers for a CRF, as lists of dicts.)
+        """
+        method, k, temperature = self._confidence_setting()
+        data, E, P = self._scores(X)
+        if method == "kbest":
+            out = KBestLists(self, E, P, data.offsets, k).marginals(temperature)
+            out = out.reshape(E.shape)
+        else:
+            out, _ = tempered_marginals(self, E, P, data.offsets, temperature)
+        # sums of probabilities may pass 1 by a rounding error
+        return data.split(np.clip(out, 0.0, 1.0, out=out))
+
+    def predict_confidence(self, X):
+        """The probability of each sentence's predicted label sequence (that of
+        :meth:`predict`), under the distribution of :meth:`predict_marginals`.
+
+        Parameters
+        ----------
+        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
+
+        Returns
+        -------
+        confidence : ndarray of shape (n_sentences,)
+            In (0, 1].
+        """
+        method, k, temperature = self._confidence_setting()
+        data, E, P = self._scores(X)
+        codes = self._decode(data) if method == "forward_backward" else None
+        return np.clip(sentence_probability(self, E, P, data.offsets, codes, method, k,
+                                            temperature), 0.0, 1.0)
 
     def score(self, X, y):
         """Token accuracy of ``predict(X)`` against ``y`` (sklearn's classifier

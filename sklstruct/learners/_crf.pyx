@@ -182,32 +182,6 @@ def crf_pass(ChainData data, const int[::1] y, const double[::1] W, const double
     _free(&sc)
 
 
-def corpus_marginals(ChainData data, const double[:, ::1] W, const double[:, ::1] P,
-                     Py_ssize_t s0, Py_ssize_t s1, double[:, ::1] out):
-    """out[r, :] = P(y_t = . | x) for the token rows of sentences s0 <= s < s1
-    (first- or second-order P)."""
-    cdef Py_ssize_t L = W.shape[1], s, row0, T
-    cdef double log_z
-    cdef bint scaled
-    cdef Scratch sc = _alloc(data, s0, s1, P)
-    cdef double* chain = <double*>calloc(P.shape[0] * L, sizeof(double))   # (unused sums)
-    if sc.E == NULL or chain == NULL:
-        _free(&sc)
-        free(chain)
-        if chain == NULL:
-            raise MemoryError()
-        return
-    with nogil:
-        for s in range(s0, s1):
-            row0 = data.c.offsets[s]
-            T = data.c.offsets[s + 1] - row0
-            log_z = _sentence(data, &W[0, 0], &P[0, 0], L, row0, T, &sc, False, &scaled)
-            memset(&out[row0, 0], 0, T * L * sizeof(double))
-            _marginals(&sc, &P[0, 0], L, T, scaled, log_z, 1.0, &out[row0, 0], chain)
-    _free(&sc)
-    free(chain)
-
-
 def emission_gradient(ChainData data, const double[:, ::1] node, double[:, ::1] out):
     """out = X^T node (F, L) for the stacked corpus X, into a buffer the
     caller keeps: scipy's product allocates its dense (F, L) result on every

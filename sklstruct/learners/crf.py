@@ -8,13 +8,12 @@ import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from .._validation import MAX_C, N_JOBS_CONSTRAINT
 from ..chain import as_stacked, pack_chain
 from ..optimize import lbfgs
 from ._base import ChainTagger
-from ._crf import BLOCK, corpus_marginals, crf_pass, emission_gradient
+from ._crf import BLOCK, crf_pass, emission_gradient
 
 LOSSES = ("log", "exp", "pointwise_log", "pointwise_exp")
 
@@ -135,7 +134,7 @@ class CRFTagger(ChainTagger):
         """(value, gradient) of the objective at theta: the emission weights
         (all of W (F, L) raveled, or those at ``ctx["states"]``, flat indices
         into it), then P raveled."""
-        data, codes, F, L = ctx["data"], ctx["codes"], ctx["F"], ctx["L"]
+        data, codes, L = ctx["data"], ctx["codes"], ctx["L"]
         states, n_w = ctx["states"], ctx["n_w"]
         if states is None:
             W = theta[:n_w]
@@ -298,26 +297,3 @@ class CRFTagger(ChainTagger):
         self.objective_ = float(result.fun)
         self.history_ = history
         return self
-
-    # -- probabilities --------------------------------------------------------------------
-    def predict_marginals(self, X):
-        """Per-token label probabilities P(y_t = label | x), by forward-backward.
-
-        Parameters
-        ----------
-        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
-
-        Returns
-        -------
-        marginals : list of ndarray of shape (n_tokens_i, n_classes)
-            Columns in the order of ``classes_``; rows sum to 1.  (sklearn-crfsuite's
-            ``predict_marginals`` gives the same numbers as lists of dicts.)
-        """
-        check_is_fitted(self)
-        data = as_stacked(X, self.n_features_in_)
-        W, P = self._decoding_weights()
-        out = np.empty((data.offsets[-1], len(self.classes_)))
-        c = data.chain_data()
-        self._run(lambda a, b: corpus_marginals(c, W, P, a, b, out),
-                  self._blocks(BLOCK, len(data)))
-        return data.split(out)

@@ -123,11 +123,11 @@ class M3NSGDTagger(ChainLearner):
     classes_ : ndarray of labels
     coef_ : ndarray of shape (n_labels, n_features)
         Linear kernel only.
-    support_vectors_ : sparse matrix of shape (n_support_, n_features)
+    support_vectors_ : sparse matrix of shape (n_support, n_features)
         Other kernels: the support tokens' feature vectors.
-    dual_coef_ : ndarray of shape (n_support_, n_labels)
+    dual_coef_ : ndarray of shape (n_support, n_labels)
         Other kernels: their coefficients per label.
-    support_ : ndarray of shape (n_support_,)
+    support_ : ndarray of shape (n_support,)
         Other kernels: their rows in the stacked training tokens.
     n_support_ : int
         Other kernels: the number of support tokens.
@@ -136,7 +136,7 @@ class M3NSGDTagger(ChainLearner):
     trigram_coef_ : ndarray of shape (n_labels, n_labels, n_labels) or None
     n_features_in_ : int
     n_iter_ : int
-    objective_curve_ : ndarray of shape (n_iter_,)
+    objective_curve_ : ndarray of shape (n_iter,)
         J(w) of eq. 4 for the weights predicted with, after each pass.
     eta_ : float
         The step size reached (``solver="sgd"``).
@@ -380,6 +380,7 @@ class M3NSGDTagger(ChainLearner):
         if not (np.isfinite(beta).all() and np.isfinite(P).all()):
             raise ValueError("training produced non-finite weights; scale the features "
                              "down, lower gamma or eta0")
+        self._new_weights()
         self.support_ = rows
         self.support_vectors_ = self._support_vectors
         self.dual_coef_ = beta[rows]

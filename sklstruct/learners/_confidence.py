@@ -1,0 +1,138 @@
+"""Confidence of a chain tagger's predictions: label marginals and sentence
+probabilities at a temperature, and the temperature fitted on held-out data.
+
+A tagger scores a label sequence ``s(y) = w.F(x, y)``; at temperature ``T``
+it is read as the distribution ``p_T(y | x) ~ exp(s(y) / T)``, either
+
+* over all sequences (``"forward_backward"``): exact for the tempered
+  model, the CRF's own distribution at ``T = 1``;
+* or over the ``k`` best sequences only (``"kbest"``): a label that none of
+  the ``k`` sequences gives a token has probability 0 there, whatever ``T``.
+
+:func:`fit_temperature` chooses ``T`` minimising the mean negative log
+probability of the gold labels of held-out tokens (temperature scaling, Guo,
+Pleiss, Sun and Weinberger 2017, applied to structured marginals).
+"""
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from .._viterbi import corpus_marginals
+from ..chain import sequence_scores
+
+METHODS = ("kbest", "forward_backward")
+
+#: Probability floor of the log loss: a gold label outside every one of the k
+#: best sequences costs -log(1e-12) whatever the temperature.
+_FLOOR = 1e-12
+
+#: The grid of log10(T) searched before the bounded refinement: 0.2 decades
+#: from 1e-4 to 1e6, so T = 1 is on it and the fitted loss is never above it.
+_GRID = np.linspace(-4.0, 6.0, 51)
+
+
+class KBestLists:
+    """The ``k`` best sequences of every sentence, laid out to turn scores into
+    marginals at any temperature with a few vectorised operations.
+
+    Attributes
+    ----------
+    scores : ndarray (n_paths,)
+        The scores of all sentences' sequences, sentence after sentence,
+        best first within a sentence.
+    starts : ndarray (n_sentences,)
+        Index in ``scores`` of each sentence's best sequence.
+    group : ndarray (n_paths,)
+        Position in ``starts`` of each sequence's sentence.
+    cells, owner : ndarray
+        For every (sequence, token): the flat index ``row * L + label`` of the
+        label the sequence gives the token, and the sequence.
+    """
+
+    def __init__(self, tagger, E, P, offsets, k):
+        L = P.shape[1]
+        lists = tagger._kbest_codes(E, P, offsets, k)
+        self.n_cells = int(offsets[-1]) * L
+        sizes = np.array([len(s) for _, s in lists], dtype=np.int64)
+        self.scores = np.concatenate([s for _, s in lists])
+        self.starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self.group = np.repeat(np.arange(len(lists)), sizes)
+        self.cells = np.concatenate([((a + np.arange(paths.shape[1])) * L + paths).ravel()
+                                     for a, (paths, _) in zip(offsets[:-1], lists)])
+        self.owner = np.concatenate([np.repeat(start + np.arange(len(paths)), paths.shape[1])
+                                     for start, (paths, _) in zip(self.starts, lists)])
+
+    def weights(self, temperature):
+        """softmax(scores / T) within each sentence."""
+        z = self.scores / temperature
+        z = z - np.maximum.reduceat(z, self.starts)[self.group]
+        e = np.exp(z)
+        return e / np.add.reduceat(e, self.starts)[self.group]
+
+    def marginals(self, temperature):
+        """(n_tokens * L,) flat token marginals at ``temperature``."""
+        w = self.weights(temperature)
+        return np.bincount(self.cells, weights=w[self.owner], minlength=self.n_cells)
+
+    def best_probability(self, temperature):
+        """p_T of each sentence's best sequence."""
+        return self.weights(temperature)[self.starts]
+
+
+def tempered_marginals(tagger, E, P, offsets, temperature):
+    """(marginals (n_tokens, L), log Z (n_sentences,)) of ``exp(s(y) / T)`` over
+    all sequences, by forward-backward in ``tagger``'s threads."""
+    E = np.ascontiguousarray(E / temperature)
+    P = np.ascontiguousarray(P / temperature)
+    out = np.empty(E.shape)
+    log_z = np.zeros(len(offsets) - 1)
+    tagger._run(lambda a, b: corpus_marginals(E, P, offsets[a:b + 1], out, log_z[a:b]),
+                tagger._blocks(256, len(offsets) - 1))
+    return out, log_z
+
+
+def check_scores(E, P):
+    """Refuse scores that no temperature can turn into probabilities."""
+    if not (np.isfinite(E).all() and np.isfinite(P).all()):
+        raise ValueError("the model's scores are not finite on X: check X for NaN or "
+                         "infinite features")
+
+
+def fit_temperature(tagger, E, P, offsets, gold, method, k):
+    """The temperature minimising the mean log loss of the gold labels
+    ``gold`` (codes, one per token; -1 for a label the model does not know),
+    with the loss at it and at T = 1."""
+    L = P.shape[1]
+    known = gold >= 0        # (-1: a label the model does not know, probability 0)
+    cells = np.flatnonzero(known) * L + gold[known]
+    floor = np.count_nonzero(~known) * -np.log(_FLOOR)
+    if method == "kbest":
+        lists = KBestLists(tagger, E, P, offsets, k)
+
+        def marginals(log10_t):
+            return lists.marginals(10.0 ** log10_t)
+    else:
+        def marginals(log10_t):
+            return tempered_marginals(tagger, E, P, offsets, 10.0 ** log10_t)[0].ravel()
+
+    def loss(log10_t):
+        p = marginals(log10_t)[cells]
+        return float((floor - np.log(np.maximum(p, _FLOOR)).sum()) / len(gold))
+
+    values = np.array([loss(g) for g in _GRID])
+    best = int(np.argmin(values))
+    lo, hi = _GRID[max(best - 1, 0)], _GRID[min(best + 1, len(_GRID) - 1)]
+    x, fx = _GRID[best], values[best]
+    if hi > lo:
+        res = minimize_scalar(loss, bounds=(lo, hi), method="bounded",
+                              options={"xatol": 1e-3})
+        if res.fun < fx:
+            x, fx = float(res.x), float(res.fun)
+    return 10.0 ** x, fx, float(values[_GRID.tolist().index(0.0)])
+
+
+def sentence_probability(tagger, E, P, offsets, codes, method, k, temperature):
+    """p_T of the sequences ``codes`` (the Viterbi ones) of every sentence."""
+    if method == "kbest":
+        return KBestLists(tagger, E, P, offsets, k).best_probability(temperature)
+    _, log_z = tempered_marginals(tagger, E, P, offsets, temperature)
+    return np.exp(sequence_scores(E, P, offsets, codes) / temperature - log_z)
