@@ -44,14 +44,23 @@ class TestResult(NamedTuple):
 def sentence_bracket_counts(gold_trees, pred_trees):
     """Matched, predicted and gold brackets per sentence (EVALB's rules, see
     :func:`sklstruct.parsing.bracket_counts`), as an array (n_sentences, 3)
-    in the column order of :func:`sklstruct.metrics.chunk_counts_per_sentence`."""
-    from .parsing.evalb import bracket_counts
+    in the column order of :func:`sklstruct.metrics.chunk_counts_per_sentence`.
+
+    A sentence EVALB does not score (the trees disagree on which words are
+    punctuation, or no word is left in the prediction) counts nothing, as in
+    :func:`sklstruct.parsing.parseval`'s totals: the F1 of the summed rows is
+    ``parseval``'s F1.  Trees over different words raise ``ValueError``."""
+    from .parsing.evalb import _check_pair, _matched, _status
 
     if len(gold_trees) != len(pred_trees) or not len(gold_trees):
         raise ValueError(f"pred_trees: {len(pred_trees)} trees for {len(gold_trees)} gold "
                          "trees; they must be as many, and at least one")
-    rows = [bracket_counts(g, p) for g, p in zip(gold_trees, pred_trees)]
-    return np.array([(m, n_pred, n_gold) for m, n_gold, n_pred in rows], dtype=np.int64)
+    rows = np.zeros((len(gold_trees), 3), dtype=np.int64)
+    for i, (gold, pred) in enumerate(zip(gold_trees, pred_trees)):
+        g, p = _check_pair(gold, pred, f"sentence {i}")
+        if _status(g, p) == 0:
+            rows[i] = _matched(g, p), sum(p.brackets.values()), sum(g.brackets.values())
+    return rows
 
 
 def _f1(totals):

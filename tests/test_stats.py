@@ -77,6 +77,25 @@ def test_chunk_and_parseval_tests_use_the_reports_counts():
         chunk_f1_test(y_true, y_a, y_b, method="jackknife")
 
 
+def test_parseval_test_counts_what_parseval_counts():
+    """A prediction that re-tags a word as punctuation (or punctuation as a
+    word) makes an EVALB error sentence: it counts nothing for that system,
+    as in parseval's totals, instead of stopping the test."""
+    from sklstruct.parsing import parseval
+
+    gold = [Tree.fromstring("(S (NP (NNP John)) (VP (VBZ runs)) (. .))"),
+            Tree.fromstring("(S (NP (DT the) (NN cat)) (VP (VBZ sits)))")]
+    retagged = [Tree.fromstring("(S (NP (NNP John)) (VP (VBZ runs) (NN .)))"),
+                Tree.fromstring("(S (NP (DT the) (NN cat)) (VP (VBZ sits)))")]
+    counts = sentence_bracket_counts(gold, retagged)
+    assert counts.tolist() == [[0, 0, 0], [3, 3, 3]]
+    assert f1(counts) == pytest.approx(parseval(gold, retagged)["f1"])
+    r = parseval_f1_test(gold, gold, retagged, n_resamples=99, random_state=0)
+    assert r.statistic == pytest.approx(1.0 - parseval(gold, retagged)["f1"])
+    with pytest.raises(ValueError, match="sentence 1"):
+        sentence_bracket_counts(gold, [retagged[0], Tree.fromstring("(S (NN dog))")])
+
+
 def test_mcnemar_against_scipy_and_by_hand():
     y = [["a"] * 40]
     y_a = [["a"] * 30 + ["b"] * 10]      # A misses the last 10
