@@ -7,9 +7,10 @@ the previous and the next word, BOS/EOS), built as dicts:
 
 * into python-crfsuite's L-BFGS CRF directly (c1 = 0, c2 = 1 / (2 C));
 * through :class:`sklstruct.DictSequenceVectorizer` into ``CRFTagger(C)``;
-* as :class:`sklstruct.SequenceVectorizer` templates (the same information;
-  BOS/EOS are the ``__BOS__``/``__EOS__`` values of the neighbour atoms)
-  into ``CRFTagger(C)``.
+* as :class:`sklstruct.SequenceVectorizer` templates with
+  ``boundary="skip"`` and the ``is_first``/``is_last`` flags (the same
+  features: BOS/EOS are those flags, and a neighbour beyond the sentence
+  gives no feature) into ``CRFTagger(C)``.
 
 All at most 100 L-BFGS iterations, observed states, one core, trained on
 esp.train and scored on esp.testb.  The target of issue 16: the dict route
@@ -31,7 +32,7 @@ from sklstruct.datasets import read_conll
 from sklstruct.metrics import chunk_report
 
 TEMPLATES = ["bias", "lower", "suffix3", "suffix2", "is_upper", "is_title", "is_digit", "pos",
-             "prefix2(pos)"] + [f"{t}[{k}]" for k in (-1, 1)
+             "prefix2(pos)", "is_first", "is_last"] + [f"{t}[{k}]" for k in (-1, 1)
                                 for t in ("lower", "is_title", "is_upper", "pos",
                                           "prefix2(pos)")]
 
@@ -94,7 +95,8 @@ def main(argv=None):
     for name, vec, data in (
             ("CRFTagger via DictSequenceVectorizer, feature dicts", DictSequenceVectorizer(),
              dicts),
-            ("CRFTagger via SequenceVectorizer, templates", SequenceVectorizer(TEMPLATES), X)):
+            ("CRFTagger via SequenceVectorizer, templates",
+             SequenceVectorizer(TEMPLATES, boundary="skip"), X)):
         model = make_pipeline(vec, CRFTagger(C=args.C, max_iter=args.max_iter, n_jobs=1))
         r = in_child(run_ours, data["train"], y["train"], data["testb"], y["testb"], model)
         rows.append((name, r["f1"], r["fit_s"], r["iterations"], r["n_features"]))

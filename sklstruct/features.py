@@ -52,7 +52,9 @@ flags
     (non-empty, no letter, digit or space), ``title_dot`` (first letter
     upper case and contains a dot), ``first_upper``, ``first_lower``,
     ``first_alnum`` (first character upper case / lower case /
-    alphanumeric).  A flag fires only where it is true.
+    alphanumeric); ``is_first``, ``is_last`` (the token begins / ends its
+    sentence: sklearn-crfsuite's ``BOS`` / ``EOS``; they read no column).
+    A flag fires only where it is true.
 
 For instance ``suffix2(pos)`` is the last two letters of the POS tag and
 ``is_upper(col:lemma)`` tests the lemma.  ``bias`` is a constant feature on
@@ -61,7 +63,8 @@ every token; it takes no column, no offset and no conjunction.
 ``[OFFSET]`` reads the token ``OFFSET`` positions away: ``word[-1]`` is the
 previous word, ``pos[+2]`` (or ``pos[2]``) the tag two tokens ahead.  Beyond
 the sentence the value is ``__BOS__`` (before the start) or ``__EOS__``
-(after the end), and flags do not fire there.  A template in which no atom
+(after the end), or, with ``boundary="skip"``, the atom gives no feature
+there (CRFsuite's convention); flags do not fire there.  A template in which no atom
 has an explicit offset is expanded to the offsets ``-window .. +window`` of
 :class:`SequenceVectorizer` (``bias`` is never expanded); in a template
 with an explicit offset, atoms without one read the current token.
@@ -96,7 +99,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.feature_extraction import FeatureHasher
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_sentence, check_sentence_list, describe
@@ -148,6 +151,9 @@ def _shape(s):
 
 
 _DERIVED = {"lower": str.lower, "shape": _shape}
+
+#: Flags of a token's place in its sentence (they read no column).
+_POSITION_FLAGS = ("is_first", "is_last")
 
 # ---------------------------------------------------------------------------
 # Template parsing
@@ -243,6 +249,13 @@ def _parse_atom(text, template):
         return ("column", None, column_name, offset, explicit)
     if name in _DERIVED:
         return ("derived", name, column, offset, explicit)
+    if name in _POSITION_FLAGS:
+        if src is not None:
+            raise ValueError(
+                f"Malformed template {describe(template)}: {describe(name)} takes no "
+                "column argument."
+            )
+        return ("flag", name, None, offset, explicit)
     if name in _FLAGS:
         return ("flag", name, column, offset, explicit)
     m = _AFFIX_RE.fullmatch(name)
@@ -266,7 +279,7 @@ def _base_name(kind, arg, column):
     if kind == "column":
         return column
     name = f"{arg[0]}{arg[1]}" if isinstance(arg, tuple) else arg
-    return name if column == "word" else f"{name}({column})"
+    return name if column in ("word", None) else f"{name}({column})"
 
 
 def _atom_name(base, offset):
@@ -368,7 +381,8 @@ def _factorize(values):
 class _Corpus:
     """All tokens of ``X`` flattened, with the helpers the templates need."""
 
-    def __init__(self, X):
+    def __init__(self, X, boundary="symbol"):
+        self.boundary = boundary
         flat, lengths = [], []
         X = check_sentence_list(X, "X", "sentences (sequences of tokens)", item_ndim=1,
                                 sized=False)
@@ -468,6 +482,11 @@ class _Corpus:
         """Unshifted values of an atom: ``(codes, table)`` or a boolean mask."""
         if base_name in self._bases:
             return self._bases[base_name]
+        if arg in _POSITION_FLAGS:
+            result = self._bases[base_name] = (
+                self.position == 0 if arg == "is_first"
+                else self.position == self.sentence_length - 1)
+            return result
         codes, table = self.column(column)
         if kind == "flag":
             func = _FLAGS[arg]
@@ -511,6 +530,8 @@ class _Corpus:
         codes, table = base
         if offset == 0:
             return codes, table, None
+        if self.boundary == "skip":
+            return np.where(valid, codes[source], 0), table, valid
         codes = np.where(valid, codes[source], len(table))
         return codes, table + [BOS if offset < 0 else EOS], None
 
@@ -597,6 +618,12 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         features of a token add up).
     n_features : int, default=2**20
         Number of columns with ``hashing=True``; ignored otherwise.
+    boundary : {"symbol", "skip"}, default="symbol"
+        What an atom reading beyond the sentence gives: the value
+        ``__BOS__`` / ``__EOS__`` (``"symbol"``: ``word[-1]=__BOS__`` on the
+        first token), or no feature (``"skip"``: CRFsuite's convention, as
+        in sklearn-crfsuite's tutorial, whose ``BOS`` / ``EOS`` features are
+        the ``is_first`` / ``is_last`` flags here).
 
     Attributes
     ----------
@@ -635,17 +662,19 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         "min_freq": [Interval(Integral, 1, None, closed="left")],
         "hashing": ["boolean"],
         "n_features": [Interval(Integral, 1, np.iinfo(np.int32).max, closed="both")],
+        "boundary": [StrOptions({"symbol", "skip"})],
     }
 
     def __init__(
         self, templates=("word",), *, window=0, min_freq=1, hashing=False,
-        n_features=2**20,
+        n_features=2**20, boundary="symbol",
     ):
         self.templates = templates
         self.window = window
         self.min_freq = min_freq
         self.hashing = hashing
         self.n_features = n_features
+        self.boundary = boundary
 
     # -- fitting ------------------------------------------------------------
 
@@ -679,7 +708,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         self : SequenceVectorizer
             Fitted vectorizer.
         """
-        self._fit(_Corpus(X))
+        self._fit(_Corpus(X, self.boundary))
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -699,7 +728,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             One ``(n_tokens, n_features_out_)`` float64 CSR matrix per sentence,
             held as one stacked matrix (see :meth:`transform`).
         """
-        corpus = _Corpus(X)
+        corpus = _Corpus(X, self.boundary)
         columns = self._fit(corpus)
         return self._assemble(corpus, columns)
 
@@ -744,6 +773,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
 
     def _set_templates(self, instances, n_features_out):
         self._instances = instances
+        self._boundary = self.boundary
         self.templates_ = [name for name, _ in instances]
         self.n_features_out_ = n_features_out
 
@@ -805,7 +835,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             vocabulary are ignored.
         """
         check_is_fitted(self, "templates_")
-        corpus = _Corpus(X)
+        corpus = _Corpus(X, getattr(self, "_boundary", "symbol"))
         columns = [corpus.template(name, atoms) for name, atoms in self._instances]
         return self._assemble(corpus, columns)
 
@@ -827,11 +857,11 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             ``s``, in template order.
         """
         if hasattr(self, "templates_"):
-            instances = self._instances
+            instances, boundary = self._instances, getattr(self, "_boundary", "symbol")
         else:
             self._validate_params()
-            instances = self._prepare()
-        corpus = _Corpus(X)
+            instances, boundary = self._prepare(), self.boundary
+        corpus = _Corpus(X, boundary)
         per_template = []
         for name, atoms in instances:
             codes, names, mask = corpus.template(name, atoms)

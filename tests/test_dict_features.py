@@ -31,6 +31,54 @@ def test_the_same_features_give_the_same_model():
         vec.fit(X[:240]).get_feature_names_out())
 
 
+def tutorial_features(sentence, i):
+    """sklearn-crfsuite's tutorial ``word2features``, on (word, POS) tokens."""
+    word, postag = sentence[i]
+    features = {"bias": 1.0, "word.lower()": word.lower(), "word[-3:]": word[-3:],
+                "word[-2:]": word[-2:], "word.isupper()": word.isupper(),
+                "word.istitle()": word.istitle(), "word.isdigit()": word.isdigit(),
+                "postag": postag, "postag[:2]": postag[:2]}
+    for side, j, edge in (("-1", i - 1, "BOS"), ("+1", i + 1, "EOS")):
+        if 0 <= j < len(sentence):
+            w, p = sentence[j]
+            features.update({f"{side}:word.lower()": w.lower(),
+                             f"{side}:word.istitle()": w.istitle(),
+                             f"{side}:word.isupper()": w.isupper(),
+                             f"{side}:postag": p, f"{side}:postag[:2]": p[:2]})
+        else:
+            features[edge] = True
+    return features
+
+
+#: The tutorial's features as templates (with boundary="skip").
+TUTORIAL_TEMPLATES = (["bias", "lower", "suffix3", "suffix2", "is_upper", "is_title", "is_digit",
+                       "pos", "prefix2(pos)", "is_first", "is_last"]
+                      + [f"{t}[{k}]" for k in (-1, 1)
+                         for t in ("lower", "is_title", "is_upper", "pos", "prefix2(pos)")])
+
+
+def test_the_tutorial_features_as_templates():
+    """With ``boundary="skip"`` and the is_first / is_last flags, templates
+    give exactly sklearn-crfsuite's tutorial features: the same number of
+    features on every token, and the same model."""
+    X, y = make_chunking_corpus(300, random_state=2)
+    dicts = [[tutorial_features(s, i) for i in range(len(s))] for s in X]
+    vec = SequenceVectorizer(TUTORIAL_TEMPLATES, boundary="skip")
+    dvec = DictSequenceVectorizer()
+    A, B = vec.fit_transform(X), dvec.fit_transform(dicts)
+    assert A.shape == B.shape
+    np.testing.assert_array_equal(np.diff(A.matrix.indptr), np.diff(B.matrix.indptr))
+    np.testing.assert_array_equal(A.matrix.data, 1.0)
+    np.testing.assert_array_equal(B.matrix.data, 1.0)
+    preds = [StructuredPerceptronTagger(max_iter=3, random_state=0).fit(Z[:240], y[:240])
+             .predict(Z[240:]) for Z in (A, B)]
+    for a, b in zip(*preds):
+        np.testing.assert_array_equal(a, b)
+    # the default boundary gives the neighbours' __BOS__ / __EOS__ values instead
+    first = SequenceVectorizer(TUTORIAL_TEMPLATES).fit(X).token_features(X[:1])[0][0]
+    assert "lower[-1]=__BOS__" in first and "is_first" in first
+
+
 def test_crfsuite_formats():
     X = [[{"w": "the", "upper": False, "emb": {"0": 0.5, "1": -2.0}, "tags": ["a", "b"],
            "odd key=:|": 1},

@@ -444,7 +444,7 @@ def test_clone_get_set_params():
     vec = SequenceVectorizer(["word", "pos"], window=2, min_freq=3)
     assert vec.get_params() == {"templates": ["word", "pos"], "window": 2,
                                 "min_freq": 3, "hashing": False,
-                                "n_features": 2**20}
+                                "n_features": 2**20, "boundary": "symbol"}
     other = clone(vec)
     assert other is not vec and other.get_params() == vec.get_params()
     other.set_params(window=0, hashing=True)
@@ -816,3 +816,28 @@ def test_swvm_feature_set_is_appendix_b():
     # every template fires on the middle token; at the edges those that
     # need a missing neighbour do not (or fire on the boundary marker)
     assert Xt[0][1].nnz == 19
+
+
+def test_boundary_skip_and_position_flags():
+    """boundary="skip": an atom beyond the sentence gives no feature (alone
+    or in a conjunction); is_first / is_last mark the sentence's ends and
+    read no column; refitting keeps the fitted boundary for transform."""
+    X = [[("He", "PRP"), ("reckons", "VBZ"), ("so", "RB")], [("Go", "VB")]]
+    templates = ["word[-1]", "pos[-1]|pos", "is_title[+1]", "is_first", "is_last",
+                 "is_last[-1]"]
+    skip = SequenceVectorizer(templates, boundary="skip").fit(X)
+    assert skip.token_features(X) == [
+        [["is_first"],
+         ["word[-1]=He", "pos[-1]|pos=PRP|VBZ"],
+         ["word[-1]=reckons", "pos[-1]|pos=VBZ|RB", "is_last"]],
+        [["is_first", "is_last"]]]
+    symbol = SequenceVectorizer(templates).fit(X)
+    assert symbol.token_features(X)[1] == [
+        ["word[-1]=__BOS__", "pos[-1]|pos=__BOS__|VB", "is_first", "is_last"]]
+    assert skip.transform(X)[0].toarray().sum(axis=1).tolist() == [1, 2, 3]
+    skip.set_params(boundary="symbol")          # not refitted: transform as fitted
+    assert skip.transform(X)[0].toarray().sum(axis=1).tolist() == [1, 2, 3]
+    with pytest.raises(ValueError, match="column"):
+        SequenceVectorizer(["is_first(pos)"]).fit(X)
+    with pytest.raises(ValueError, match="boundary"):
+        SequenceVectorizer(boundary="pad").fit(X)
