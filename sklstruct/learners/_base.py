@@ -18,6 +18,7 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
@@ -77,6 +78,22 @@ class ChainTagger(BaseEstimator):
     ``trigram_coef_`` (n_labels x n_labels x n_labels, second-order chains;
     None for first order) and ``n_features_in_``.
     """
+
+    def __getstate__(self):
+        # the emission weights are mostly zeros (every feature gets a weight
+        # for every label): pickled as a sparse matrix when that is smaller
+        state = dict(super().__getstate__())
+        coef = state.get("coef_")
+        if (isinstance(coef, np.ndarray) and coef.ndim == 2
+                and 3 * np.count_nonzero(coef) < coef.size):
+            state["coef_"] = sp.csr_matrix(coef)
+            state["_coef_pickled_sparse"] = True
+        return state
+
+    def __setstate__(self, state):
+        if state.pop("_coef_pickled_sparse", False):
+            state["coef_"] = state["coef_"].toarray()
+        super().__setstate__(state)
 
     def __sklearn_tags__(self):
         # X is a list of sentences (one sparse or dense matrix of token
@@ -402,6 +419,29 @@ class ChainLearner(ChainTagger):
         "n_jobs": N_JOBS_CONSTRAINT,
     }
 
+    #: What training keeps beyond the published weights: needed to continue
+    #: training, not to predict.  A pickle keeps it only when the estimator
+    #: will continue (``warm_start=True``, or trained by ``partial_fit``).
+    _TRAINING_STATE = ("_weights", "_rng", "_dual", "_dual_cost", "_train_labels",
+                       "_train_lengths", "_sgd", "_aux", "_support", "_support_vectors",
+                       "_solver")
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if not (self.warm_start or state.get("_resumable", False)):
+            for name in self._TRAINING_STATE:
+                state.pop(name, None)
+        return state
+
+    def _check_resumable(self):
+        """Raise if the model was unpickled without its training state."""
+        if hasattr(self, "classes_") and not hasattr(self, "_weights"):
+            raise ValueError(
+                "this model was saved without its training state (the raw and summed "
+                "weights), which a pickle keeps only for an estimator with warm_start=True "
+                "or trained by partial_fit; it can predict but not continue training: set "
+                "warm_start=True before fitting (and saving) to continue later, or refit")
+
     # -- hooks of a learner family ------------------------------------------------
     def _new_state(self, data, codes):
         """Learner state beyond the weights, for a fresh start (dict of
@@ -521,7 +561,11 @@ class ChainLearner(ChainTagger):
         -------
         self : object
         """
-        return self._train(X, y, self.max_iter, self.warm_start and hasattr(self, "_weights"))
+        if self.warm_start:
+            self._check_resumable()
+        self._train(X, y, self.max_iter, self.warm_start and hasattr(self, "_weights"))
+        self._resumable = False
+        return self
 
 
 class OnlineLearner(ChainLearner):
@@ -555,7 +599,10 @@ class OnlineLearner(ChainLearner):
         -------
         self : object
         """
-        return self._train(X, y, 1, hasattr(self, "_weights"), classes)
+        self._check_resumable()
+        self._train(X, y, 1, hasattr(self, "_weights"), classes)
+        self._resumable = True
+        return self
 
 
 class DualLearner(ChainLearner):

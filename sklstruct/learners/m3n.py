@@ -352,6 +352,7 @@ class M3NSGDTagger(ChainLearner):
         ``1/2 ||w||^2 + C sum_i l_i(w)`` (for a kernel model, on its training set
         only)."""
         check_is_fitted(self)
+        self._check_resumable()
         data = as_stacked(X, self.n_features_in_)
         codes = self._encode(y, data, self.classes_)
         if self._kernel[0] != "linear":

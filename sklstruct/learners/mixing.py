@@ -31,6 +31,7 @@ def _shard_epoch(learner, X, codes, classes, mixed):
             if acc is not None:
                 acc += w.n_seen * step
     learner._train_encoded(X, codes, classes, 1, hasattr(learner, "_weights"), publish=False)
+    learner._resumable = True      # it continues: a process backend pickles its state back
     return learner
 
 

@@ -1,0 +1,93 @@
+"""Small models: a pickled tagger keeps what prediction needs (the emission
+weights stored sparse when that is smaller, the training state only for an
+estimator that will continue training), and predicts exactly as before."""
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from test_hostile import make
+
+from sklstruct import M3NSGDTagger, SequenceVectorizer, StructuredPerceptronTagger
+from sklstruct._registry import META_TAGGERS, TAGGERS
+from sklstruct.datasets import make_chunking_corpus
+from sklstruct.learners._base import ChainLearner
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    X, y = make_chunking_corpus(300, random_state=4)
+    vec = SequenceVectorizer(templates=("word", "pos"), window=1)
+    return vec.fit_transform(X[:200]), y[:200], vec.transform(X[200:])
+
+
+def round_trip(model):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pickle.loads(pickle.dumps(model))
+
+
+@pytest.mark.parametrize("name", sorted({**TAGGERS, **META_TAGGERS}))
+def test_a_pickled_tagger_predicts_the_same(corpus, name):
+    Xtr, ytr, Xte = corpus
+    cls = {**TAGGERS, **META_TAGGERS}[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = make(cls, max_iter=2, random_state=0).fit(Xtr, ytr)
+    again = round_trip(model)
+    assert isinstance(again.coef_, np.ndarray)
+    np.testing.assert_array_equal(again.coef_, model.coef_)
+    for a, b in zip(model.predict(Xte), again.predict(Xte)):
+        np.testing.assert_array_equal(a, b)
+    for (pa, sa), (pb, sb) in zip(model.predict_kbest(Xte[:20], k=3),
+                                  again.predict_kbest(Xte[:20], k=3)):
+        np.testing.assert_array_equal(sa, sb)
+    if isinstance(model, ChainLearner):
+        kept = [n for n in ChainLearner._TRAINING_STATE if hasattr(again, n)]
+        assert kept == [], kept
+        assert len(pickle.dumps(again)) < len(pickle.dumps(model.set_params(warm_start=True)))
+
+
+def test_emission_weights_are_pickled_sparse(corpus):
+    Xtr, ytr, _ = corpus
+    model = StructuredPerceptronTagger(max_iter=2, random_state=0).fit(Xtr, ytr)
+    assert 3 * np.count_nonzero(model.coef_) < model.coef_.size
+    dense = model.coef_.nbytes
+    assert len(pickle.dumps(model)) < 0.5 * dense
+    # the object in memory is untouched by pickling
+    assert isinstance(model.coef_, np.ndarray) and hasattr(model, "_weights")
+
+
+@pytest.mark.parametrize("how", ["warm_start", "partial_fit"])
+def test_a_model_that_will_continue_keeps_its_training_state(corpus, how):
+    """warm_start=True, or training by partial_fit, keeps the training state
+    in the pickle: training continues exactly as it would have in memory."""
+    Xtr, ytr, Xte = corpus
+    model = StructuredPerceptronTagger(max_iter=2, random_state=0,
+                                       warm_start=how == "warm_start")
+    if how == "warm_start":
+        model.fit(Xtr, ytr)
+    else:
+        model.partial_fit(Xtr, ytr).partial_fit(Xtr, ytr)
+    again = round_trip(model)
+    for m in (model, again):
+        if how == "warm_start":
+            m.fit(Xtr, ytr)
+        else:
+            m.partial_fit(Xtr, ytr)
+    np.testing.assert_array_equal(model.coef_, again.coef_)
+
+
+def test_a_lean_model_refuses_to_continue_clearly(corpus):
+    Xtr, ytr, _ = corpus
+    model = round_trip(StructuredPerceptronTagger(max_iter=2, random_state=0).fit(Xtr, ytr))
+    coef = model.coef_.copy()
+    with pytest.raises(ValueError, match="training state"):
+        model.partial_fit(Xtr, ytr)
+    with pytest.raises(ValueError, match="training state"):
+        model.set_params(warm_start=True).fit(Xtr, ytr)
+    np.testing.assert_array_equal(model.coef_, coef)
+    model.set_params(warm_start=False).fit(Xtr, ytr)      # a fresh fit is fine
+    m3n = round_trip(M3NSGDTagger(max_iter=1, random_state=0).fit(Xtr, ytr))
+    with pytest.raises(ValueError, match="training state"):
+        m3n.objective(Xtr, ytr)
