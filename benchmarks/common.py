@@ -3,6 +3,7 @@ python-crfsuite, running each model in a forked child (for its own peak memory),
 and the results table."""
 import multiprocessing as mp
 import os
+import pickle
 import resource
 import tempfile
 import time
@@ -68,10 +69,12 @@ def run_estimator(data, name, estimator, test, queue):
     tic = time.perf_counter()
     data["vectorizer"].transform(data["tokens"][test])
     transform_s = time.perf_counter() - tic
+    # the whole model a user saves: the fitted vectorizer and the tagger
+    model_mb = len(pickle.dumps((data["vectorizer"], estimator), protocol=5)) / 1e6
     queue.put(dict(name=name, f1=chunk_report(data["y"][test], pred).f1, epoch_s=epoch_s,
                    fit_s=fit_s, pred_tps=n_tokens(data, test) / pred_s,
                    pred_raw_tps=n_tokens(data, test) / (pred_s + transform_s),
-                   mem_mb=peak_mb() - base))
+                   mem_mb=peak_mb() - base, model_mb=model_mb))
 
 
 def run_crfsuite(data, name, algorithm, params, test, queue):
@@ -97,6 +100,7 @@ def run_crfsuite(data, name, algorithm, params, test, queue):
         trainer.train(path)
         fit_s = time.perf_counter() - tic
         iters = trainer.logparser.iterations
+        model_mb = os.path.getsize(path) / 1e6
         epoch_s = float(np.mean([it["time"] for it in iters])) if iters else float("nan")
         tagger = pycrfsuite.Tagger()
         tagger.open(path)
@@ -105,7 +109,8 @@ def run_crfsuite(data, name, algorithm, params, test, queue):
         pred_s = time.perf_counter() - tic
     queue.put(dict(name=name, f1=chunk_report(data["y"][test], pred).f1, epoch_s=epoch_s,
                    fit_s=fit_s, pred_tps=n_tokens(data, test) / pred_s,
-                   pred_raw_tps=float("nan"), mem_mb=peak_mb() - base, iterations=len(iters),
+                   pred_raw_tps=float("nan"), mem_mb=peak_mb() - base, model_mb=model_mb,
+                   iterations=len(iters),
                    objective=float(iters[-1].get("loss", float("nan"))) if iters
                    else float("nan")))
 
@@ -126,14 +131,16 @@ def table(rows, reference):
     ref = next(r for r in rows if r["name"] == reference)
     lines = [
         "| model | chunk F1 | s / epoch | epoch time vs CRFsuite | predict tokens/s | "
-        "predict speed vs CRFsuite | tokens/s incl. features | peak memory added (MB) |",
-        "|---|---|---|---|---|---|---|---|",
+        "predict speed vs CRFsuite | tokens/s incl. features | peak memory added (MB) | "
+        "model MB (pickle; CRFsuite: its file) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         raw = "-" if np.isnan(r["pred_raw_tps"]) else f"{r['pred_raw_tps']:,.0f}"
         lines.append(f"| {r['name']} | {100 * r['f1']:.2f} | {r['epoch_s']:.3f} | "
                      f"{r['epoch_s'] / ref['epoch_s']:.2f}x | {r['pred_tps']:,.0f} | "
-                     f"{r['pred_tps'] / ref['pred_tps']:.2f}x | {raw} | {r['mem_mb']:.0f} |")
+                     f"{r['pred_tps'] / ref['pred_tps']:.2f}x | {raw} | {r['mem_mb']:.0f} | "
+                     f"{r.get('model_mb', float('nan')):.1f} |")
     return "\n".join(lines)
 
 
