@@ -19,7 +19,7 @@ cost (Mancev & Todorovic, eq. 12) is decoding on ``E + cost * [y_t != gold_t]``.
 """
 import numpy as np
 
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memset
 from libc.math cimport INFINITY, NAN, exp, fmin, log
 
@@ -1503,7 +1503,8 @@ def corpus_marginals(const double[:, ::1] E, const double[:, ::1] P,
     cdef double* norm = <double*>malloc((max_T + 4 * L) * sizeof(double))
     cdef double* eTr = <double*>malloc(((L + 2) * L + 4 if order == 1 else L * L * L + 1)
                                        * sizeof(double))
-    cdef double* chain = <double*>malloc(P.shape[0] * L * sizeof(double))
+    # (the expected chain counts, which the marginals' kernels add up: unused)
+    cdef double* chain = <double*>calloc(P.shape[0] * L, sizeof(double))
     cdef bint scaled = False
     if (alpha == NULL or beta == NULL or eE == NULL or norm == NULL or eTr == NULL
             or chain == NULL):

@@ -66,7 +66,8 @@ the sentence the value is ``__BOS__`` (before the start) or ``__EOS__``
 (after the end), or, with ``boundary="skip"``, the atom gives no feature
 there (CRFsuite's convention); flags do not fire there.  A template in which no atom
 has an explicit offset is expanded to the offsets ``-window .. +window`` of
-:class:`SequenceVectorizer` (``bias`` is never expanded); in a template
+:class:`SequenceVectorizer` (``bias`` and a template of position flags
+only are never expanded); in a template
 with an explicit offset, atoms without one read the current token.
 
 Feature names are ``TEMPLATE=VALUE`` with the template in canonical form
@@ -318,7 +319,8 @@ def _parse_templates(templates, window):
                 f"Malformed template {describe(template)}: 'bias' cannot be part of a "
                 "conjunction."
             )
-        if atoms[0][0] == "bias" or any(a[4] for a in atoms):
+        if (atoms[0][0] == "bias" or any(a[4] for a in atoms)
+                or all(a[0] == "flag" and a[1] in _POSITION_FLAGS for a in atoms)):
             shifts = [0]
         else:
             shifts = range(-window, window + 1)
@@ -675,6 +677,11 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         self.hashing = hashing
         self.n_features = n_features
         self.boundary = boundary
+
+    def __setstate__(self, state):
+        # vectorizers pickled before ``boundary`` existed read as "symbol"
+        state.setdefault("boundary", "symbol")
+        super().__setstate__(state)
 
     # -- fitting ------------------------------------------------------------
 

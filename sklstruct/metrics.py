@@ -758,8 +758,9 @@ def expected_calibration_error(correct, confidence, *, n_bins=15):
         example the marginal of the predicted label from a tagger's
         ``predict_marginals``, or ``predict_confidence``).
     n_bins : int, default=15
-        Bins of width 1 / n_bins; a confidence of exactly 1 falls in the
-        last one.
+        Bins of width 1 / n_bins, closed on the right (a confidence of
+        exactly 0.5 falls in the bin that ends at 0.5), the first one closed
+        on both sides.
 
     Returns
     -------
@@ -771,8 +772,19 @@ def expected_calibration_error(correct, confidence, *, n_bins=15):
     sklearn.calibration.calibration_curve : the points of the reliability
         diagram (accuracy and mean confidence of the non-empty bins).
     """
-    correct = np.asarray(correct, dtype=float).ravel()
-    confidence = np.asarray(confidence, dtype=float).ravel()
+    if isinstance(n_bins, (bool, np.bool_)) or not isinstance(n_bins, (int, np.integer)) \
+            or not 1 <= n_bins <= 10**6:
+        raise ValueError(f"n_bins: must be an integer in [1, 10**6]; got {n_bins!r}")
+    arrays = []
+    for name, values in (("correct", correct), ("confidence", confidence)):
+        try:
+            values = np.asarray(values, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}: must be an array of numbers (or booleans)") from None
+        if values.ndim != 1:
+            raise ValueError(f"{name}: must be 1-D; got shape {values.shape}")
+        arrays.append(values)
+    correct, confidence = arrays
     if correct.shape != confidence.shape:
         raise ValueError(f"correct and confidence differ in length: {correct.shape[0]} != "
                          f"{confidence.shape[0]}")
@@ -785,9 +797,9 @@ def expected_calibration_error(correct, confidence, *, n_bins=15):
             and confidence.max() <= 1 + 1e-9):
         raise ValueError("confidence: must lie in [0, 1]")
     confidence = np.clip(confidence, 0.0, 1.0)
-    if not (isinstance(n_bins, (int, np.integer)) and n_bins >= 1):
-        raise ValueError(f"n_bins: must be a positive integer; got {n_bins!r}")
-    b = np.minimum((confidence * n_bins).astype(np.int64), n_bins - 1)
+    # bins (m - 1) / M < p <= m / M (the first one closed), as sklearn's
+    # calibration_curve and Guo et al. define them
+    b = np.searchsorted(np.linspace(0.0, 1.0, n_bins + 1)[1:-1], confidence)
     gap = np.bincount(b, weights=correct - confidence, minlength=n_bins)
     return float(np.abs(gap).sum() / correct.size)
 

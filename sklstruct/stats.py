@@ -41,7 +41,7 @@ class TestResult(NamedTuple):
     pvalue: float
 
 
-def sentence_bracket_counts(gold_trees, pred_trees):
+def sentence_bracket_counts(gold_trees, pred_trees, *, return_scored=False):
     """Matched, predicted and gold brackets per sentence (EVALB's rules, see
     :func:`sklstruct.parsing.bracket_counts`), as an array (n_sentences, 3)
     in the column order of :func:`sklstruct.metrics.chunk_counts_per_sentence`.
@@ -49,18 +49,23 @@ def sentence_bracket_counts(gold_trees, pred_trees):
     A sentence EVALB does not score (the trees disagree on which words are
     punctuation, or no word is left in the prediction) counts nothing, as in
     :func:`sklstruct.parsing.parseval`'s totals: the F1 of the summed rows is
-    ``parseval``'s F1.  Trees over different words raise ``ValueError``."""
+    ``parseval``'s F1.  Trees over different words raise ``ValueError``.
+    ``return_scored=True`` also returns which sentences EVALB scored (a
+    boolean array): pass it to :func:`wilcoxon_f1_test`, which must not read
+    such a row of zeros as a sentence with nothing to find."""
     from .parsing.evalb import _check_pair, _matched, _status
 
     if len(gold_trees) != len(pred_trees) or not len(gold_trees):
         raise ValueError(f"pred_trees: {len(pred_trees)} trees for {len(gold_trees)} gold "
                          "trees; they must be as many, and at least one")
     rows = np.zeros((len(gold_trees), 3), dtype=np.int64)
+    scored = np.zeros(len(gold_trees), dtype=bool)
     for i, (gold, pred) in enumerate(zip(gold_trees, pred_trees)):
         g, p = _check_pair(gold, pred, f"sentence {i}")
         if _status(g, p) == 0:
+            scored[i] = True
             rows[i] = _matched(g, p), sum(p.brackets.values()), sum(g.brackets.values())
-    return rows
+    return (rows, scored) if return_scored else rows
 
 
 def _f1(totals):
@@ -231,7 +236,7 @@ def mcnemar_test(y_true, y_pred_a, y_pred_b, *, exact=None):
     return TestResult(float(chi2), float(_st.chi2.sf(chi2, 1)))
 
 
-def wilcoxon_f1_test(counts_a, counts_b, *, alternative="two-sided"):
+def wilcoxon_f1_test(counts_a, counts_b, *, alternative="two-sided", scored=None):
     """Wilcoxon signed-rank test over per-sentence F1 (scipy.stats.wilcoxon).
 
     A sentence with no chunks or brackets in its gold and predicted output has
@@ -243,12 +248,25 @@ def wilcoxon_f1_test(counts_a, counts_b, *, alternative="two-sided"):
         From :func:`sklstruct.metrics.chunk_counts_per_sentence` or
         :func:`sentence_bracket_counts`.
     alternative : {"two-sided", "greater", "less"}, default="two-sided"
+    scored : array-like of bool of shape (n_sentences,), default=None
+        The sentences to compare (None: all).  For parses, the sentences
+        EVALB scored for both systems: ``scored_a & scored_b`` from
+        ``sentence_bracket_counts(..., return_scored=True)``, as the paper's
+        test leaves out what EVALB leaves out.
 
     Returns
     -------
     TestResult
     """
     a, b = _check_counts(counts_a, counts_b)
+    if scored is not None:
+        scored = np.asarray(scored)
+        if scored.dtype != bool or scored.shape != (len(a),):
+            raise ValueError(f"scored: must be a boolean array of shape ({len(a)},); got "
+                             f"{scored.dtype} of shape {scored.shape}")
+        if not scored.any():
+            raise ValueError("scored: no sentence left to compare")
+        a, b = a[scored], b[scored]
     f_a = np.where(a[:, 1] + a[:, 2] > 0, _f1(a), 1.0)
     f_b = np.where(b[:, 1] + b[:, 2] > 0, _f1(b), 1.0)
     if np.all(f_a == f_b):

@@ -131,7 +131,10 @@ def test_every_tagger_gives_marginals_and_confidence(corpus, name):
 
 @pytest.mark.parametrize("name", sorted(TAGGERS))
 def test_marginals_do_not_depend_on_threads(corpus, name):
-    Xtr, ytr, Xc, yc, Xte, _ = corpus
+    Xtr, ytr, Xc, yc, _, _ = corpus
+    X, _ = make_chunking_corpus(600, random_state=6)     # three blocks of 256 sentences
+    Xte = SequenceVectorizer(templates=("word", "pos"), window=1).fit(
+        make_chunking_corpus(400, random_state=5)[0][:200]).transform(X)
     model = make(TAGGERS[name], max_iter=2, random_state=0).fit(Xtr, ytr)
     model.set_params(n_jobs=1)
     model.calibrate(Xc, yc)
@@ -212,6 +215,17 @@ def test_calibrate_accepts_labels_the_model_does_not_know(corpus):
     assert model.calibration_["log_loss"] >= -np.log(1e-12) / n_tokens
 
 
+def test_nothing_to_fit_leaves_the_temperature_at_one(corpus):
+    """When the held-out loss is the same at every temperature (no held-out
+    label is one the model knows), T stays 1."""
+    Xtr, ytr, Xc, yc, _, _ = corpus
+    model = StructuredPerceptronTagger(max_iter=2, random_state=0).fit(Xtr, ytr)
+    for method in ("forward_backward", "kbest"):
+        model.calibrate(Xc, [["B-NOSUCH"] * len(s) for s in yc], method=method)
+        assert model.calibration_["temperature"] == 1.0
+        assert isinstance(model.calibration_["log_loss"], float)
+
+
 def test_calibration_fixes_overconfident_scores():
     """Scores multiplied by 50 are over-confident at T = 1; the fitted
     temperature undoes the factor, whatever the method."""
@@ -244,10 +258,12 @@ def test_ece_by_hand():
 
 def test_ece_matches_sklearn_calibration_curve():
     rng = np.random.default_rng(0)
-    conf = rng.uniform(size=2000)
-    correct = rng.uniform(size=2000) < conf ** 2
+    # continuous values and values on the bin edges (which bin they join)
+    conf = np.concatenate([rng.uniform(size=2000), np.round(rng.uniform(size=500), 1),
+                           [0.0, 1.0]])
+    correct = rng.uniform(size=len(conf)) < conf ** 2
     acc, mean_conf = calibration_curve(correct, conf, n_bins=10)
-    counts = np.histogram(conf, bins=np.linspace(0, 1, 11))[0]
+    counts = np.bincount(np.searchsorted(np.linspace(0, 1, 11)[1:-1], conf), minlength=10)
     want = np.sum(counts[counts > 0] / len(conf) * np.abs(acc - mean_conf))
     assert expected_calibration_error(correct, conf, n_bins=10) == pytest.approx(want)
 
@@ -259,6 +275,10 @@ def test_ece_matches_sklearn_calibration_curve():
     ([1, 0], [0.5, 1.5], 15, r"\[0, 1\]"),
     ([1, 0], [0.5, np.nan], 15, r"\[0, 1\]"),
     ([1, 0], [0.5, 0.5], 0, "n_bins"),
+    ([1, 0], [0.5, 0.5], True, "n_bins"),
+    ([1, 0], [0.5, 0.5], 10**7, "n_bins"),
+    ([[1, 0], [1, 0]], [[0.5, 0.5], [0.5, 0.5]], 15, "1-D"),
+    (["yes", "no"], [0.5, 0.5], 15, "correct: must be an array of numbers"),
 ])
 def test_ece_refuses_bad_input(correct, conf, n_bins, message):
     with pytest.raises(ValueError, match=message):

@@ -78,6 +78,32 @@ def test_a_model_that_will_continue_keeps_its_training_state(corpus, how):
     np.testing.assert_array_equal(model.coef_, again.coef_)
 
 
+def test_copies_in_memory_keep_the_training_state(corpus):
+    import copy
+
+    Xtr, ytr, _ = corpus
+    model = StructuredPerceptronTagger(max_iter=2, random_state=0).fit(Xtr, ytr)
+    for dup in (copy.copy(model), copy.deepcopy(model)):
+        dup.partial_fit(Xtr[:10], ytr[:10])
+    deep = copy.deepcopy(model)
+    assert deep._weights is not model._weights
+    model.partial_fit(Xtr[:10], ytr[:10])
+    deep.partial_fit(Xtr[:10], ytr[:10])
+    np.testing.assert_array_equal(model.coef_, deep.coef_)
+
+
+def test_a_mixture_pickles_its_shards_lean(corpus):
+    from sklstruct import ParameterMixingTagger
+
+    Xtr, ytr, Xte = corpus
+    model = ParameterMixingTagger(StructuredPerceptronTagger(random_state=0), n_shards=4,
+                                  max_iter=2).fit(Xtr, ytr)
+    again = round_trip(model)
+    assert not any(hasattr(e, "_weights") for e in again.estimators_)
+    for a, b in zip(model.predict(Xte), again.predict(Xte)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_a_lean_model_refuses_to_continue_clearly(corpus):
     Xtr, ytr, _ = corpus
     model = round_trip(StructuredPerceptronTagger(max_iter=2, random_state=0).fit(Xtr, ytr))

@@ -96,6 +96,25 @@ def test_parseval_test_counts_what_parseval_counts():
         sentence_bracket_counts(gold, [retagged[0], Tree.fromstring("(S (NN dog))")])
 
 
+def test_wilcoxon_leaves_out_the_sentences_evalb_does_not_score():
+    """A parser that re-tags the full stop on every sentence scores nothing
+    (parseval F1 0); its rows of zeros must not count as perfect sentences."""
+    gold = [Tree.fromstring("(S (NP (NNP John)) (VP (VBZ runs) (ADVP (RB fast))) (. .))")] * 8
+    a = [Tree.fromstring("(S (NNP John) (VBZ runs) (RB fast) (NN .))")] * 8
+    b = [Tree.fromstring("(S (NP (NNP John)) (VP (VBZ runs) (RB fast)) (. .))")] * 8
+    ca, sa = sentence_bracket_counts(gold, a, return_scored=True)
+    cb, sb = sentence_bracket_counts(gold, b, return_scored=True)
+    assert not sa.any() and sb.all()
+    with pytest.raises(ValueError, match="no sentence left"):
+        wilcoxon_f1_test(ca, cb, scored=sa & sb)
+    mixed = a[:4] + b[4:]
+    cm, sm = sentence_bracket_counts(gold, mixed, return_scored=True)
+    r = wilcoxon_f1_test(cm, cb, scored=sm & sb)
+    assert r == (0.0, 1.0)               # the four scored sentences are equal
+    with pytest.raises(ValueError, match="boolean"):
+        wilcoxon_f1_test(cm, cb, scored=[1] * 8)
+
+
 def test_mcnemar_against_scipy_and_by_hand():
     y = [["a"] * 40]
     y_a = [["a"] * 30 + ["b"] * 10]      # A misses the last 10

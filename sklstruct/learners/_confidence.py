@@ -119,7 +119,12 @@ def fit_temperature(tagger, E, P, offsets, gold, method, k):
         return float((floor - np.log(np.maximum(p, _FLOOR)).sum()) / len(gold))
 
     values = np.array([loss(g) for g in _GRID])
-    best = int(np.argmin(values))
+    at_1 = float(values[_GRID.tolist().index(0.0)])
+    if values.max() - values.min() <= 1e-12 * (1.0 + abs(at_1)):
+        return 1.0, at_1, at_1          # nothing to fit: the scores are left as they are
+    # among equal losses, the temperature closest to 1
+    ties = np.flatnonzero(values == values.min())
+    best = int(ties[np.argmin(np.abs(_GRID[ties]))])
     lo, hi = _GRID[max(best - 1, 0)], _GRID[min(best + 1, len(_GRID) - 1)]
     x, fx = _GRID[best], values[best]
     if hi > lo:
@@ -127,7 +132,7 @@ def fit_temperature(tagger, E, P, offsets, gold, method, k):
                               options={"xatol": 1e-3})
         if res.fun < fx:
             x, fx = float(res.x), float(res.fun)
-    return 10.0 ** x, fx, float(values[_GRID.tolist().index(0.0)])
+    return float(10.0 ** x), float(fx), at_1
 
 
 def sentence_probability(tagger, E, P, offsets, codes, method, k, temperature):

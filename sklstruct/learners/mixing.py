@@ -163,6 +163,7 @@ class ParameterMixingTagger(ChainTagger):
         # the model: the last mixture of the shards' (averaged) weights
         for learner in learners:
             learner._publish()
+            learner._resumable = False     # the mixture never continues a shard
         final = [lr._weights.averaged() for lr in learners]
         W = sum(m * f[0] for m, f in zip(mu, final))
         P = sum(m * f[1] for m, f in zip(mu, final))
