@@ -453,9 +453,9 @@ def test_n_jobs_is_bounded_by_the_cpus():
 class _PidRecordingParser(F1MaxMarginParser):
     pids = []
 
-    def _most_violated(self, i, data, scores):
+    def _most_violated(self, i, data, scores, gold_score=None):
         self.pids.append(os.getpid())
-        return super()._most_violated(i, data, scores)
+        return super()._most_violated(i, data, scores, gold_score)
 
 
 def test_parallel_inference_uses_threads_under_a_process_backend():

@@ -36,6 +36,16 @@ LEXICAL_FEATURES = ("bias", "word", "lower", "suffix1", "suffix2", "suffix3", "p
                     "shape", "is_title", "is_upper", "has_digit", "has_hyphen")
 
 
+def _gather_rows(m, rows):
+    """(column indices as int64, values, row lengths) of the rows ``rows`` of
+    the CSR matrix ``m``, in order: ``m[rows]`` without building a matrix."""
+    start = m.indptr[rows]
+    length = m.indptr[rows + 1] - start
+    ends = np.cumsum(length)
+    pos = np.repeat(start - ends + length, length) + np.arange(ends[-1] if len(ends) else 0)
+    return m.indices[pos].astype(np.int64), m.data[pos], length
+
+
 class F1MaxMarginParser(BaseParser):
     """Structural SVM parser trained for F1 on unbinarized trees.
 
@@ -442,28 +452,32 @@ class F1MaxMarginParser(BaseParser):
             W = sd["n"][i] + 1
             N = len(self.span_symbols_)
             spans, splits = sd["spans"][i]
-            sub = spans[nodes[:, 1] * W + nodes[:, 2]]
-            idx.append(o["span"] + sub.indices.astype(np.int64) * N
-                       + np.repeat(col, np.diff(sub.indptr)))
-            data.append(sub.data)
+            ind, val, length = _gather_rows(spans, nodes[:, 1] * W + nodes[:, 2])
+            idx.append(o["span"] + ind * N + np.repeat(col, length))
+            data.append(val)
             at = np.asarray(dec["splits"], dtype=np.int64).reshape(-1, 2)
-            sub = splits[at[:, 1]]
-            idx.append(o["split"] + sub.indices.astype(np.int64) * N
-                       + np.repeat(self.span_column_[at[:, 0]], np.diff(sub.indptr)))
-            data.append(sub.data)
+            ind, val, length = _gather_rows(splits, at[:, 1])
+            idx.append(o["split"] + ind * N + np.repeat(self.span_column_[at[:, 0]], length))
+            data.append(val)
         idx = np.concatenate([np.asarray(a, dtype=np.int64) for a in idx])
         data = np.concatenate([np.asarray(a, dtype=np.float64) for a in data])
-        return sp.csr_matrix((data, (np.zeros(len(idx), dtype=np.int64), idx)),
-                             shape=(1, self.n_weights_))
+        # one CSR row, duplicate columns summed (what scipy's COO -> CSR does,
+        # without its conversions: this runs once per sentence and pass)
+        cols, where = np.unique(idx, return_inverse=True)
+        return sp.csr_matrix((np.bincount(where, weights=data, minlength=len(cols)), cols,
+                              np.array([0, len(cols)])), shape=(1, self.n_weights_))
 
     # -- training ------------------------------------------------------------------
 
-    def _most_violated(self, i, data, scores):
+    def _most_violated(self, i, data, scores, gold_score=None):
         """Loss-augmented inference for sentence i (eq. 3); ``scores`` are the
-        current (w_binary, w_chain, w_root)."""
+        current (w_binary, w_chain, w_root), ``gold_score`` w . Psi(x_i, y_i*)
+        (computed here if None)."""
         gold = data["gold"][i]
         sd = data["sd"]
-        const = 1.0 - float((data["psi"][i] @ self.coef_)[0])
+        if gold_score is None:
+            gold_score = float((data["psi"][i] @ self.coef_)[0])
+        const = 1.0 - gold_score
         wb, w_chain, wr = scores
         res = self.compiled_.decode(self._lex(sd, i), wb, w_chain, wr, loss=self.loss,
                                     gold=gold, const=const, **self._anchored(sd, i))
@@ -483,8 +497,9 @@ class F1MaxMarginParser(BaseParser):
         decompositions and their Psi (``feats``, ``spans``: see
         ``_sentence_data``)."""
         sd = self._sentence_data(tokens_list, feats, spans)
-        return {"sd": sd, "gold": gold,
-                "psi": [self._psi(dec, sd, i) for i, dec in enumerate(gold)]}
+        psi = [self._psi(dec, sd, i) for i, dec in enumerate(gold)]
+        return {"sd": sd, "gold": gold, "psi": psi,
+                "psi_stack": sp.vstack(psi, format="csr")}
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -552,7 +567,8 @@ class F1MaxMarginParser(BaseParser):
         """Loss-augmented inference on every training sentence at the
         current weights: (i, value, Psi of the tree, Delta) per sentence."""
         scores = self._current_scores()
-        return parallel(delayed(self._most_violated)(i, data, scores)
+        gold_scores = data["psi_stack"] @ self.coef_      # one product for all sentences
+        return parallel(delayed(self._most_violated)(i, data, scores, float(gold_scores[i]))
                         for i in range(len(data["gold"])))
 
     def _primal(self, values, w0):
