@@ -224,42 +224,6 @@ def unpack_chain(P):
     return P[:L].copy(), P[L].copy(), P[L + 1].copy(), trigrams
 
 
-def sequence_scores(E, P, offsets, codes):
-    """The score s(y) of one label sequence per sentence (the layout of
-    :mod:`sklstruct._viterbi`), vectorised over a stacked corpus.
-
-    Parameters
-    ----------
-    E : ndarray of shape (n_tokens, L)
-        Emission scores of every token.
-    P : ndarray of shape (L + 2, L) or (L + 2 + L * L, L)
-        Packed chain parameters (:func:`pack_chain`).
-    offsets : ndarray of shape (n_sentences + 1,)
-    codes : ndarray of shape (n_tokens,)
-        The label of every token.
-
-    Returns
-    -------
-    scores : ndarray of shape (n_sentences,)
-    """
-    L = P.shape[1]
-    codes = np.asarray(codes, dtype=np.intp)
-    n = len(offsets) - 1
-    lengths = np.diff(offsets)
-    sentence = np.repeat(np.arange(n), lengths)
-    position = np.arange(len(codes)) - np.repeat(offsets[:-1], lengths)
-    per_token = E[np.arange(len(codes)), codes]
-    later = np.flatnonzero(position >= 1)
-    per_token[later] += P[codes[later - 1], codes[later]]
-    first, last = offsets[:-1], offsets[1:] - 1
-    per_token[first] += P[L, codes[first]]
-    per_token[last] += P[L + 1, codes[last]]
-    if P.shape[0] > L + 2:
-        third = np.flatnonzero(position >= 2)
-        per_token[third] += P[L + 2 + codes[third - 2] * L + codes[third - 1], codes[third]]
-    return np.bincount(sentence, weights=per_token, minlength=n)
-
-
 # -- the plain NumPy reference ------------------------------------------------------------
 
 def emission_scores(x, W):

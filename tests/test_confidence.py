@@ -15,9 +15,10 @@ from test_viterbi import brute_force, chain_problems
 
 from sklstruct import CRFTagger, SequenceVectorizer, StructuredPerceptronTagger
 from sklstruct._registry import TAGGERS
-from sklstruct.chain import sequence_score, sequence_scores
+from sklstruct.chain import sequence_score
 from sklstruct.datasets import make_chunking_corpus
-from sklstruct.learners._confidence import KBestLists, tempered_marginals
+from sklstruct.learners._confidence import (KBestLists, sentence_probability,
+                                            tempered_marginals)
 from sklstruct.metrics import expected_calibration_error
 
 RUNNER = StructuredPerceptronTagger(n_jobs=2)     # threads of the corpus functions
@@ -86,13 +87,16 @@ def test_kbest_marginals_match_brute_force(corpus, k, temperature):
 
 
 @settings(max_examples=100, deadline=None)
-@given(corpora(order=1) | corpora(order=2), st.integers(0, 2**32 - 1))
-def test_sequence_scores_match_sequence_score(corpus, seed):
-    E, P, offsets, _ = corpus
-    codes = np.random.default_rng(seed).integers(0, P.shape[1], size=len(E))
-    got = sequence_scores(E, P, offsets, codes)
-    want = [sequence_score(E[a:b], P, codes[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
-    np.testing.assert_allclose(got, want, atol=1e-12)
+@given(corpora(order=1) | corpora(order=2), st.sampled_from([0.3, 1.0, 4.0]))
+def test_sentence_probability_matches_brute_force(corpus, temperature):
+    """The probability of each sentence's best sequence, over all sequences
+    and over the k best."""
+    E, P, offsets, brute = corpus
+    exact = sentence_probability(RUNNER, E, P, offsets, "forward_backward", 20, temperature)
+    top3 = sentence_probability(RUNNER, E, P, offsets, "kbest", 3, temperature)
+    for (_, scores), p, p3 in zip(brute, exact, top3):
+        assert p == pytest.approx(softmax(scores / temperature).max())
+        assert p3 == pytest.approx(softmax(np.sort(scores)[::-1][:3] / temperature)[0])
 
 
 # -- the estimators ----------------------------------------------------------------------

@@ -191,6 +191,10 @@ class ChainTagger(BaseEstimator):
         return [(int(a), int(min(b, n_sentences))) for a, b in zip(cuts[:-1], cuts[1:])
                 if a < min(b, n_sentences)]
 
+    def _prediction_blocks(self, n_sentences):
+        """The ranges of :meth:`_blocks` that prediction runs over."""
+        return self._blocks(_PREDICT_BLOCK, n_sentences)
+
     def _run(self, fn, ranges):
         """fn(start, stop) for each range, in threads when there are several
         (the kernels release the GIL; ``require="sharedmem"`` keeps threads
@@ -213,7 +217,7 @@ class ChainTagger(BaseEstimator):
         out = np.empty(offsets[-1], dtype=np.int32)
         self._run(lambda a, b: decode_corpus(indptr, indices, values, offsets[a:b + 1],
                                              W, P, order, out),
-                  self._blocks(_PREDICT_BLOCK, len(offsets) - 1))
+                  self._prediction_blocks(len(offsets) - 1))
         return out
 
     def _emissions(self, data):
@@ -260,7 +264,7 @@ class ChainTagger(BaseEstimator):
                 paths, scores = kbest_decode(E[a:b], P, k_s)
                 result.append((np.asarray(paths, dtype=np.int32), scores))
             return result
-        return [r for part in self._run(block, self._blocks(_PREDICT_BLOCK, len(offsets) - 1))
+        return [r for part in self._run(block, self._prediction_blocks(len(offsets) - 1))
                 for r in part]
 
     # -- confidence ------------------------------------------------------------------
@@ -387,9 +391,8 @@ class ChainTagger(BaseEstimator):
         """
         method, k, temperature = self._confidence_setting()
         data, E, P = self._scores(X)
-        codes = self._decode(data) if method == "forward_backward" else None
-        return np.clip(sentence_probability(self, E, P, data.offsets, codes, method, k,
-                                            temperature), 0.0, 1.0)
+        return np.clip(sentence_probability(self, E, P, data.offsets, method, k, temperature),
+                       0.0, 1.0)
 
     def score(self, X, y):
         """Token accuracy of ``predict(X)`` against ``y`` (sklearn's classifier

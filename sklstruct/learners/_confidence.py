@@ -17,7 +17,6 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from .._viterbi import corpus_marginals
-from ..chain import sequence_scores
 
 METHODS = ("kbest", "forward_backward")
 
@@ -86,7 +85,7 @@ def tempered_marginals(tagger, E, P, offsets, temperature):
     out = np.empty(E.shape)
     log_z = np.zeros(len(offsets) - 1)
     tagger._run(lambda a, b: corpus_marginals(E, P, offsets[a:b + 1], out, log_z[a:b]),
-                tagger._blocks(256, len(offsets) - 1))
+                tagger._prediction_blocks(len(offsets) - 1))
     return out, log_z
 
 
@@ -135,9 +134,10 @@ def fit_temperature(tagger, E, P, offsets, gold, method, k):
     return float(10.0 ** x), float(fx), at_1
 
 
-def sentence_probability(tagger, E, P, offsets, codes, method, k, temperature):
-    """p_T of the sequences ``codes`` (the Viterbi ones) of every sentence."""
+def sentence_probability(tagger, E, P, offsets, method, k, temperature):
+    """p_T of the best sequence of every sentence."""
     if method == "kbest":
         return KBestLists(tagger, E, P, offsets, k).best_probability(temperature)
     _, log_z = tempered_marginals(tagger, E, P, offsets, temperature)
-    return np.exp(sequence_scores(E, P, offsets, codes) / temperature - log_z)
+    best = np.array([scores[0] for _, scores in tagger._kbest_codes(E, P, offsets, 1)])
+    return np.exp(best / temperature - log_z)

@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._chain import COSTS, ChainData, ChainWeights
 from .._validation import MAX_C
 from ..chain import as_stacked, pack_chain, unpack_chain
-from ._base import (_PREDICT_BLOCK, ChainLearner, check_same_dual, check_same_training_set,
+from ._base import (ChainLearner, check_same_dual, check_same_training_set,
                     new_dual)
 from ._dual import dual_epoch
 from ._m3n import (KERNELS, SCHEDULES, STATE_FIELDS, KernelState, hinge_losses,
@@ -419,7 +419,7 @@ class M3NSGDTagger(ChainLearner):
         sv_data, ks = self._support_index()
         c, offsets = data.chain_data(), data.offsets
         E = np.empty((offsets[-1], len(self.classes_)))
-        ranges = self._blocks(_PREDICT_BLOCK, len(data))
+        ranges = self._prediction_blocks(len(data))
 
         def block(a, b):
             # each thread its own scratch (the index arrays are shared, read only)
