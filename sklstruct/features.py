@@ -681,6 +681,8 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
     def __setstate__(self, state):
         # vectorizers pickled before ``boundary`` existed read as "symbol"
         state.setdefault("boundary", "symbol")
+        if "templates_" in state:
+            state.setdefault("_boundary", "symbol")
         super().__setstate__(state)
 
     # -- fitting ------------------------------------------------------------
@@ -842,7 +844,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             vocabulary are ignored.
         """
         check_is_fitted(self, "templates_")
-        corpus = _Corpus(X, getattr(self, "_boundary", "symbol"))
+        corpus = _Corpus(X, self._boundary)
         columns = [corpus.template(name, atoms) for name, atoms in self._instances]
         return self._assemble(corpus, columns)
 
@@ -864,7 +866,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             ``s``, in template order.
         """
         if hasattr(self, "templates_"):
-            instances, boundary = self._instances, getattr(self, "_boundary", "symbol")
+            instances, boundary = self._instances, self._boundary
         else:
             self._validate_params()
             instances, boundary = self._prepare(), self.boundary
