@@ -53,7 +53,7 @@ def sentence_bracket_counts(gold_trees, pred_trees, *, return_scored=False):
     ``return_scored=True`` also returns which sentences EVALB scored (a
     boolean array): pass it to :func:`wilcoxon_f1_test`, which must not read
     such a row of zeros as a sentence with nothing to find."""
-    from .parsing.evalb import _check_pair, _matched, _status
+    from .parsing.evalb import _check_pair, _counts, _status
 
     if len(gold_trees) != len(pred_trees) or not len(gold_trees):
         raise ValueError(f"pred_trees: {len(pred_trees)} trees for {len(gold_trees)} gold "
@@ -64,7 +64,8 @@ def sentence_bracket_counts(gold_trees, pred_trees, *, return_scored=False):
         g, p = _check_pair(gold, pred, f"sentence {i}")
         if _status(g, p) == 0:
             scored[i] = True
-            rows[i] = _matched(g, p), sum(p.brackets.values()), sum(g.brackets.values())
+            m, n_gold, n_pred = _counts(g, p)
+            rows[i] = m, n_pred, n_gold
     return (rows, scored) if return_scored else rows
 
 

@@ -158,6 +158,11 @@ def _matched(g, p):
     return sum(min(n, pb[key]) for key, n in gb.items() if key in pb)
 
 
+def _counts(g, p):
+    """(matched, gold, predicted) brackets of a sentence EVALB scores."""
+    return _matched(g, p), sum(g.brackets.values()), sum(p.brackets.values())
+
+
 def bracket_counts(gold, pred):
     """Matched, gold and predicted bracket counts of one sentence (EVALB).
 
@@ -198,7 +203,7 @@ def bracket_counts(gold, pred):
             "EVALB would skip this sentence: no words remain in the predicted tree after "
             "deleting punctuation."
         )
-    return _matched(g, p), sum(g.brackets.values()), sum(p.brackets.values())
+    return _counts(g, p)
 
 
 def parseval(gold_trees, pred_trees, *, max_length=None):
@@ -248,8 +253,7 @@ def parseval(gold_trees, pred_trees, *, max_length=None):
             n_skip += status == 2
             continue
         n_valid += 1
-        m = _matched(g, p)
-        ng, npred = sum(g.brackets.values()), sum(p.brackets.values())
+        m, ng, npred = _counts(g, p)
         matched += m
         n_gold += ng
         n_pred += npred
