@@ -24,22 +24,47 @@ from libc.string cimport memset
 from libc.math cimport INFINITY, NAN, exp, fmin, log
 
 
+cdef extern from *:
+    """
+    /* E[t, :] = X[row0 + t, :] @ W for t < T.  The rows of W a sentence
+       reads are scattered over a matrix larger than the caches, so the row
+       PF features ahead is prefetched while this one is added. */
+    static void sklstruct_emission(const long long *indptr, const int *indices,
+                                   const double *data, Py_ssize_t row0, Py_ssize_t T,
+                                   const double *W, Py_ssize_t L, double *E) {
+        enum { PF = 16 };
+        const long long j0 = indptr[row0], j1 = indptr[row0 + T];
+        for (Py_ssize_t t = 0; t < T * L; t++) E[t] = 0.0;
+        for (long long j = j0; j < j0 + PF && j < j1; j++) {
+            const char *p = (const char *)(W + (Py_ssize_t)indices[j] * L);
+            for (Py_ssize_t b = 0; b < L * (Py_ssize_t)sizeof(double); b += 64)
+                __builtin_prefetch(p + b);
+        }
+        for (Py_ssize_t t = 0; t < T; t++) {
+            double *restrict e = E + t * L;
+            for (long long j = indptr[row0 + t]; j < indptr[row0 + t + 1]; j++) {
+                if (j + PF < j1) {
+                    const char *p = (const char *)(W + (Py_ssize_t)indices[j + PF] * L);
+                    for (Py_ssize_t b = 0; b < L * (Py_ssize_t)sizeof(double); b += 64)
+                        __builtin_prefetch(p + b);
+                }
+                const double v = data[j];
+                const double *restrict w = W + (Py_ssize_t)indices[j] * L;
+                for (Py_ssize_t l = 0; l < L; l++) e[l] += v * w[l];
+            }
+        }
+    }
+    """
+    void _emission "sklstruct_emission"(const long long* indptr, const int* indices,
+                                        const double* data, Py_ssize_t row0, Py_ssize_t T,
+                                        const double* W, Py_ssize_t L, double* E) noexcept nogil
+
+
 cdef void compute_emission(const long long* indptr, const int* indices, const double* data,
                            Py_ssize_t row0, Py_ssize_t T, const double* W, Py_ssize_t L,
                            double* E) noexcept nogil:
     """E[t, :] = X[row0 + t, :] @ W for t < T (sparse rows times dense weights)."""
-    cdef Py_ssize_t t, j, l
-    cdef double v
-    cdef const double* w
-    cdef double* e
-    memset(E, 0, T * L * sizeof(double))
-    for t in range(T):
-        e = E + t * L
-        for j in range(indptr[row0 + t], indptr[row0 + t + 1]):
-            v = data[j]
-            w = W + <Py_ssize_t>indices[j] * L
-            for l in range(L):
-                e[l] += v * w[l]
+    _emission(indptr, indices, data, row0, T, W, L, E)
 
 
 cdef void add_hamming(double* E, Py_ssize_t T, Py_ssize_t L, const int* gold,

@@ -56,6 +56,9 @@ def test_emission_weights_are_pickled_sparse(corpus):
     assert len(pickle.dumps(model)) < 0.5 * dense
     # the object in memory is untouched by pickling
     assert isinstance(model.coef_, np.ndarray) and hasattr(model, "_weights")
+    # restored in fit's layout, so that prediction reads coef_.T without a copy
+    assert model.coef_.flags.f_contiguous
+    assert round_trip(model).coef_.flags.f_contiguous
 
 
 @pytest.mark.parametrize("how", ["warm_start", "partial_fit"])

@@ -165,3 +165,31 @@ def test_wrappers_validate(bad, message):
 def test_loss_augmented_needs_gold():
     with pytest.raises(ValueError, match="gold"):
         viterbi_decode(np.zeros((2, 2)), np.zeros((4, 2)), cost=1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(1, 30), st.sampled_from([1, 3, 8, 22]))
+def test_corpus_emissions_equal_the_sparse_product(seed, density, L):
+    """decode_corpus computes E = X @ W row by row (prefetching rows of W
+    ahead of the one it adds, across token and sentence ends): its labels
+    are Viterbi's on scipy's product, with empty and long rows."""
+    import scipy.sparse as sp
+
+    from sklstruct._viterbi import decode_corpus
+    from sklstruct.chain import as_stacked
+    rng = np.random.default_rng(seed)
+    F = 40
+    X = []
+    for _ in range(rng.integers(1, 6)):
+        T = int(rng.integers(1, 7))
+        nnz = rng.integers(0, density + 1, size=T)
+        cols = rng.integers(0, F, size=nnz.sum())
+        indptr = np.concatenate([[0], np.cumsum(nnz)])
+        X.append(sp.csr_matrix((rng.normal(size=cols.size), cols, indptr), shape=(T, F)))
+    W = rng.normal(size=(F, L))
+    P = rng.normal(size=(L + 2, L))
+    data = as_stacked(X)
+    c = data.chain_data()
+    got = data.split(decode_corpus(c.indptr, c.indices, c.data, c.offsets, W, P, 1))
+    for x, codes in zip(X, got):
+        np.testing.assert_array_equal(codes, viterbi_decode((x @ W), P)[0])

@@ -93,7 +93,9 @@ class ChainTagger(BaseEstimator):
 
     def __setstate__(self, state):
         if state.pop("_coef_pickled_sparse", False):
-            state["coef_"] = state["coef_"].toarray()
+            # Fortran order, as fit leaves it: coef_.T is then the C-contiguous
+            # W the decoders read, without a copy at every predict
+            state["coef_"] = state["coef_"].toarray(order="F")
         super().__setstate__(state)
 
     def __sklearn_tags__(self):
