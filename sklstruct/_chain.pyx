@@ -185,7 +185,13 @@ cdef class ChainWeights:
         weights without averaging or before any example."""
         if self.W_sum is None or self.n_seen == 0:
             return self.W.copy(), self.P.copy()
-        return self.W - self.W_sum / self.n_seen, self.P - self.P_sum / self.n_seen
+        # W - W_sum / c computed into one new array: no second temporary of
+        # the size of W at the peak of memory
+        out = []
+        for raw, acc in ((self.W, self.W_sum), (self.P, self.P_sum)):
+            avg = np.divide(acc, self.n_seen)
+            out.append(np.subtract(raw, avg, out=avg))
+        return tuple(out)
 
     def __reduce__(self):
         return (_rebuild_weights, (self.W, self.P, self.W_sum, self.P_sum, self.n_seen,

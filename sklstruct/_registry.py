@@ -4,6 +4,7 @@
 of estimators from here, so adding a learner means adding one line below.
 """
 from .learners.boosting import SequenceBoostingTagger
+from .learners.constrained import ConstrainedTagger
 from .learners.crf import CRFTagger
 from .learners.larank import LaRankTagger
 from .learners.m3n import M3NSGDTagger
@@ -39,6 +40,7 @@ PARSERS = {
 #: Meta-estimators over a tagger (not in the command line's list: they wrap one).
 META_TAGGERS = {
     "mixing": ParameterMixingTagger,
+    "constrained": ConstrainedTagger,
 }
 
 #: Every public estimator class.

@@ -29,6 +29,9 @@ cdef extern from *:
     /* E[t, :] = X[row0 + t, :] @ W for t < T.  The rows of W a sentence
        reads are scattered over a matrix larger than the caches, so the row
        PF features ahead is prefetched while this one is added. */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    __attribute__((target_clones("avx2", "default")))
+    #endif
     static void sklstruct_emission(const long long *indptr, const int *indices,
                                    const double *data, Py_ssize_t row0, Py_ssize_t T,
                                    const double *W, Py_ssize_t L, double *E) {
@@ -109,16 +112,41 @@ cdef extern from *:
             }
         }
     }
+
+    /* The same maximum without back-pointers: one add and one max per
+       entry (vmaxpd; `s > c ? s : c` is its exact semantics). */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    __attribute__((target_clones("avx2", "default")))
+    #endif
+    static void sklstruct_viterbi_max(const double *prev, const double *P, double *cur,
+                                      Py_ssize_t L) {
+        for (Py_ssize_t y = 0; y < L; y++)
+            cur[y] = prev[0] + P[y];
+        for (Py_ssize_t yp = 1; yp < L; yp++) {
+            const double d = prev[yp];
+            const double *row = P + yp * L;
+            for (Py_ssize_t y = 0; y < L; y++) {
+                double s = d + row[y];
+                cur[y] = s > cur[y] ? s : cur[y];
+            }
+        }
+    }
     """
     void _viterbi_step "sklstruct_viterbi_step"(const double* prev, const double* P,
                                                 double* cur, int* bk,
                                                 Py_ssize_t L) noexcept nogil
+    void _viterbi_max "sklstruct_viterbi_max"(const double* prev, const double* P,
+                                              double* cur, Py_ssize_t L) noexcept nogil
 
 
 cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                     double* delta, int* back, int* path) noexcept nogil:
-    """Best sequence into ``path``; returns its score.  delta, back: T*L scratch."""
-    cdef Py_ssize_t t, y, yp
+    """Best sequence into ``path``; returns its score.  delta: T*L scratch;
+    back: T*L scratch for every node's back-pointer (what k-best reads), or
+    NULL: then the forward pass only takes maxima and the back-pointers of
+    the path are found again going back (:c:func:`_backtrack`), which is
+    faster and gives the same path."""
+    cdef Py_ssize_t t, y
     cdef double best, s
     cdef int arg
     cdef const double* start = P + L * L
@@ -128,7 +156,10 @@ cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P
         delta[y] = start[y] + E[y]
     for t in range(1, T):
         cur = delta + t * L
-        _viterbi_step(delta + (t - 1) * L, P, cur, back + t * L, L)
+        if back == NULL:
+            _viterbi_max(delta + (t - 1) * L, P, cur, L)
+        else:
+            _viterbi_step(delta + (t - 1) * L, P, cur, back + t * L, L)
         for y in range(L):
             cur[y] += E[t * L + y]
     best = delta[(T - 1) * L] + end[0]
@@ -139,8 +170,98 @@ cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P
             best = s
             arg = <int>y
     path[T - 1] = arg
+    if back == NULL:
+        _backtrack(delta, T, L, P, NULL, NULL, path)
+    else:
+        for t in range(T - 1, 0, -1):
+            path[t - 1] = back[t * L + path[t]]
+    return best
+
+
+cdef void _backtrack(const double* delta, Py_ssize_t T, Py_ssize_t L, const double* P,
+                     const long long* aptr, const int* alab, int* path) noexcept nogil:
+    """path[t - 1] for t = T - 1 .. 1 from path[T - 1]: the lowest label y'
+    (among the allowed ``alab[aptr[t - 1]:aptr[t]]``, or all when aptr is
+    NULL) maximising delta[t - 1, y'] + P[y', path[t]].  The same sums the
+    forward pass compared, in the same order, so the same back-pointers."""
+    cdef Py_ssize_t t, i, yp, lo, hi
+    cdef double best, s
+    cdef int y, arg
     for t in range(T - 1, 0, -1):
-        path[t - 1] = back[t * L + path[t]]
+        y = path[t]
+        if aptr != NULL:
+            lo, hi = aptr[t - 1], aptr[t]
+            arg = alab[lo]
+        else:
+            lo, hi = 0, L
+            arg = 0
+        best = delta[(t - 1) * L + arg] + P[arg * L + y]
+        for i in range(lo + 1, hi):
+            yp = alab[i] if aptr != NULL else i
+            s = delta[(t - 1) * L + yp] + P[yp * L + y]
+            if s > best:
+                best = s
+                arg = <int>yp
+        path[t - 1] = arg
+
+
+cdef double viterbi_allowed(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                            const long long* aptr, const int* alab,
+                            double* delta, int* path) noexcept nogil:
+    """Viterbi over the labels allowed at each token (a tag dictionary):
+    token t may take only the labels ``alab[aptr[t]:aptr[t + 1]]`` (strictly
+    ascending, at least one).  The best allowed sequence into ``path``; returns
+    its score.  delta: T*L scratch.
+
+    Time is the sum over t of |A_{t-1}| |A_t| instead of T L^2; between two
+    tokens that allow every label it is the vectorised step of
+    :c:func:`viterbi`.  Ties go to the lower predecessor, as in
+    :c:func:`viterbi`, so the result is Viterbi's on E with every disallowed
+    label scored -inf.
+    """
+    cdef Py_ssize_t t, i, j, y, yp
+    cdef double best, s
+    cdef int arg
+    cdef bint full, prev_full
+    cdef const double* start = P + L * L
+    cdef const double* end = P + (L + 1) * L
+    cdef double* cur
+    cdef double* prev
+    for i in range(aptr[0], aptr[1]):
+        y = alab[i]
+        delta[y] = start[y] + E[y]
+    prev_full = aptr[1] - aptr[0] == L
+    for t in range(1, T):
+        cur = delta + t * L
+        prev = cur - L
+        full = aptr[t + 1] - aptr[t] == L
+        if full and prev_full:
+            _viterbi_max(prev, P, cur, L)
+            for y in range(L):
+                cur[y] += E[t * L + y]
+        else:
+            for i in range(aptr[t], aptr[t + 1]):
+                y = alab[i]
+                j = aptr[t - 1]
+                best = prev[alab[j]] + P[alab[j] * L + y]
+                for j in range(aptr[t - 1] + 1, aptr[t]):
+                    yp = alab[j]
+                    s = prev[yp] + P[yp * L + y]
+                    if s > best:
+                        best = s
+                cur[y] = best + E[t * L + y]
+        prev_full = full
+    i = aptr[T - 1]
+    arg = alab[i]
+    best = delta[(T - 1) * L + arg] + end[arg]
+    for i in range(aptr[T - 1] + 1, aptr[T]):
+        y = alab[i]
+        s = delta[(T - 1) * L + y] + end[y]
+        if s > best:
+            best = s
+            arg = <int>y
+    path[T - 1] = arg
+    _backtrack(delta, T, L, P, aptr, alab, path)
     return best
 
 
@@ -410,7 +531,9 @@ cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double*
     s.T = T
     s.E = E
     s.P = P
-    scores[0] = decode_best(E, T, L, P, s.order, s.delta, s.back, paths)
+    # the Viterbi pass with every node's back-pointer: rank 0 of every node
+    scores[0] = (viterbi2(E, T, L, P, s.delta, s.back, paths) if s.order == 2
+                 else viterbi(E, T, L, P, s.delta, s.back, paths))
     if K1 == 1:
         return 1
     for v in range(end + 1):
@@ -510,10 +633,11 @@ cdef double viterbi2(const double* E, Py_ssize_t T, Py_ssize_t L, const double* 
 cdef double decode_best(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P, int order,
                         double* delta, int* back, int* path) noexcept nogil:
     """The best sequence of a chain of ``order`` (1 or 2); delta and back
-    hold lattice_nodes(T, L, order) entries."""
+    hold lattice_nodes(T, L, order) entries (back is not written at first
+    order: see :c:func:`viterbi`)."""
     if order == 2:
         return viterbi2(E, T, L, P, delta, back, path)
-    return viterbi(E, T, L, P, delta, back, path)
+    return viterbi(E, T, L, P, delta, NULL, path)
 
 
 cdef double path_score(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
@@ -1391,7 +1515,7 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
 
 def decode_corpus(const long long[::1] indptr, const int[::1] indices, const double[::1] data,
                   const long long[::1] offsets, const double[:, ::1] W, const double[:, ::1] P,
-                  int order=1, out=None):
+                  int order=1, out=None, allowed=None):
     """Viterbi labels of every sentence of a stacked CSR corpus (no validation:
     callers pass arrays checked by :func:`sklstruct.chain.as_stacked`).
 
@@ -1399,6 +1523,11 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
     sentences): the labels of rows ``offsets[0]:offsets[-1]`` are written,
     into ``out`` (int32, one entry per row of the corpus) when given, so that
     threads decoding disjoint blocks fill one array.
+
+    ``allowed``: None, or ``(aptr, alab)`` (int64, int32), the labels each
+    row of the corpus may take, ``alab[aptr[r]:aptr[r + 1]]``, strictly
+    ascending, at least one per row (first order only): decoding is then
+    :c:func:`viterbi_allowed`'s, checked here.
 
     Returns ``out`` or a new int32 array with one label per row up to
     ``offsets[-1]``.
@@ -1419,6 +1548,14 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
         raise ValueError(f"out has {ov.shape[0]} rows; the sentences need {offsets[n_sent]}")
     if n_sent == 0 or max_T == 0:
         return out
+    cdef const long long[::1] aptr
+    cdef const int[::1] alab
+    cdef bint restricted = allowed is not None
+    if restricted:
+        aptr, alab = _check_allowed(allowed, offsets[n_sent], L)
+        if order != 1:
+            raise ValueError("allowed labels per token are decoded by first-order Viterbi "
+                             "only; mask the emission scores of a second-order chain")
     cdef Py_ssize_t n_nodes = lattice_nodes(max_T, L, order)
     cdef double* E = <double*>malloc(max_T * L * sizeof(double))
     cdef double* delta = <double*>malloc(n_nodes * sizeof(double))
@@ -1433,9 +1570,34 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
             if T == 0:
                 continue
             compute_emission(&indptr[0], &indices[0], &data[0], row0, T, &W[0, 0], L, E)
-            decode_best(E, T, L, &P[0, 0], order, delta, back, &ov[row0])
+            if restricted:
+                viterbi_allowed(E, T, L, &P[0, 0], &aptr[row0], &alab[0], delta, &ov[row0])
+            else:
+                decode_best(E, T, L, &P[0, 0], order, delta, back, &ov[row0])
     free(E); free(delta); free(back)
     return out
+
+
+def _check_allowed(allowed, Py_ssize_t n_rows, Py_ssize_t L):
+    """Validated (aptr, alab) of :func:`decode_corpus`'s ``allowed``."""
+    aptr, alab = allowed
+    aptr = np.ascontiguousarray(aptr, dtype=np.int64)
+    alab = np.ascontiguousarray(alab, dtype=np.int32)
+    if aptr.ndim != 1 or aptr.shape[0] < n_rows + 1 or aptr[0] != 0 \
+            or aptr[n_rows] > alab.shape[0]:
+        raise ValueError(f"allowed: aptr must start at 0 and have an entry per row and one "
+                         f"more ({n_rows + 1}), within the {alab.shape[0]} labels")
+    counts = np.diff(aptr[:n_rows + 1])
+    if counts.size and counts.min() < 1:
+        raise ValueError(f"allowed: row {int(np.argmin(counts))} allows no label")
+    labs = alab[:aptr[n_rows]]
+    if labs.size and (labs.min() < 0 or labs.max() >= L):
+        raise ValueError(f"allowed: labels must lie in [0, {L})")
+    # strictly ascending within each row: a step down may only start a row
+    down = np.flatnonzero(np.diff(labs) <= 0) + 1
+    if not np.isin(down, aptr[1:n_rows]).all():
+        raise ValueError("allowed: the labels of a row must be strictly ascending")
+    return aptr, alab
 
 
 def chain_marginals(E, P, _return_path=False):

@@ -93,6 +93,7 @@ atoms in all after window expansion.
 """
 import re
 from collections.abc import Mapping
+from hashlib import blake2b
 from itertools import groupby, repeat
 from numbers import Integral
 
@@ -465,6 +466,19 @@ class _Corpus:
         result = self._columns[column] = _factorize(values)
         return result
 
+    def word_keys(self):
+        """A stable 64-bit key of every token's word (the same word, the same
+        key, in any process), or None when the tokens have no word column."""
+        try:
+            codes, words = self.column("word")
+        except (ValueError, TypeError):
+            return None
+        keys = np.fromiter(
+            (int.from_bytes(blake2b(w.encode("utf-8", "surrogatepass"), digest_size=8)
+                            .digest(), "little", signed=True) for w in words),
+            dtype=np.int64, count=len(words))
+        return keys[codes]
+
     def _raise_column_error(self, get, column):
         for i, token in enumerate(self.flat):
             try:
@@ -825,7 +839,8 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         )
         matrix.sum_duplicates()  # hash collisions
         # one stacked matrix: the taggers read it as it is (no cut and re-stack)
-        return StackedSentences._trusted(matrix, corpus.starts.astype(np.int64))
+        return StackedSentences._trusted(matrix, corpus.starts.astype(np.int64),
+                                         corpus.word_keys())
 
     def transform(self, X):
         """Compute the feature matrix of each sentence.
@@ -1218,4 +1233,4 @@ class TokenTransformer(_SentencesOut, TransformerMixin, BaseEstimator):
         data = as_stacked(X, self.n_features_in_)
         Z = self.transformer_.transform(data.matrix)
         Z = sp.csr_matrix(Z, dtype=np.float64)
-        return StackedSentences(Z, data.offsets)
+        return StackedSentences(Z, data.offsets, data.keys)

@@ -54,3 +54,25 @@ def test_a_process_backend_configured_by_the_user_still_gets_threads(corpus):
     with parallel_config(backend="loky"):
         for a, b in zip(model.predict(X), expected):
             np.testing.assert_array_equal(a, b)
+
+
+def test_threads_shared_by_concurrent_callers_and_a_forked_child(corpus):
+    """The pool of prediction threads is kept for the process: callers in
+    several threads at once share it, and a forked child starts its own."""
+    import multiprocessing as mp
+    from concurrent.futures import ThreadPoolExecutor
+
+    X_train, y_train, X, y = corpus
+    model = TAGGERS["pa"](max_iter=1, random_state=0, n_jobs=2).fit(X_train, y_train)
+    expected = np.concatenate(model.predict(X))
+    with ThreadPoolExecutor(3) as callers:
+        for got in callers.map(lambda _: np.concatenate(model.predict(X)), range(6)):
+            np.testing.assert_array_equal(got, expected)
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as child:
+        got = child.apply(_predict_flat, (model, X))
+    np.testing.assert_array_equal(got, expected)
+
+
+def _predict_flat(model, X):
+    return np.concatenate(model.predict(X))

@@ -15,12 +15,14 @@ as it was.
 """
 import copy
 import math
+import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -39,6 +41,40 @@ from ._online import online_epoch
 
 #: Sentences per block of the threads of prediction.
 _PREDICT_BLOCK = 256
+
+
+_POOL = {"executor": None, "lock": threading.Lock()}
+
+
+def _pool(n_workers):
+    """The process's thread pool for the taggers' blocks, with at least
+    ``n_workers`` threads.  Kept from call to call: joblib's threading
+    backend starts a pool at every call, 12 ms on this 2-core machine,
+    which was more than decoding a test set takes."""
+    with _POOL["lock"]:
+        executor = _POOL["executor"]
+        if executor is None or executor._max_workers < n_workers:
+            if executor is not None:
+                executor.shutdown(wait=False)
+            executor = _POOL["executor"] = ThreadPoolExecutor(
+                n_workers, thread_name_prefix="sklstruct")
+        return executor
+
+
+def _forget_pool():
+    # a forked child has the pool object but not its threads
+    _POOL["executor"] = None
+    _POOL["lock"] = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _identity(n):
+    """(indptr, indices, data) of the n x n identity: decoding it with W = E
+    decodes the emission scores E themselves."""
+    return (np.arange(n + 1, dtype=np.int64), np.arange(n, dtype=np.int32), np.ones(n))
 
 
 def _kind(labels):
@@ -199,12 +235,13 @@ class ChainTagger(BaseEstimator):
 
     def _run(self, fn, ranges):
         """fn(start, stop) for each range, in threads when there are several
-        (the kernels release the GIL; ``require="sharedmem"`` keeps threads
-        whatever joblib backend the user has configured)."""
+        (the kernels release the GIL): the calling thread runs the first
+        range, a pool kept for the process the others (see :func:`_pool`)."""
         if len(ranges) == 1:
             return [fn(*ranges[0])]
-        return Parallel(n_jobs=len(ranges), require="sharedmem")(
-            delayed(fn)(a, b) for a, b in ranges)
+        futures = [_pool(len(ranges) - 1).submit(fn, a, b) for a, b in ranges[1:]]
+        first = fn(*ranges[0])
+        return [first] + [f.result() for f in futures]
 
     def _decode(self, data):
         """The Viterbi label codes of every token of ``data`` (StackedSentences),
@@ -213,14 +250,21 @@ class ChainTagger(BaseEstimator):
         W, P = self._decoding_weights()
         return self._viterbi(c.indptr, c.indices, c.data, c.offsets, W, P)
 
-    def _viterbi(self, indptr, indices, values, offsets, W, P):
-        """decode_corpus over blocks of sentences in ``n_jobs`` threads."""
+    def _viterbi(self, indptr, indices, values, offsets, W, P, allowed=None):
+        """decode_corpus over blocks of sentences in ``n_jobs`` threads
+        (``allowed``: the labels each row may take, see decode_corpus)."""
         order = chain_order(P, W.shape[1])
         out = np.empty(offsets[-1], dtype=np.int32)
         self._run(lambda a, b: decode_corpus(indptr, indices, values, offsets[a:b + 1],
-                                             W, P, order, out),
+                                             W, P, order, out, allowed),
                   self._prediction_blocks(len(offsets) - 1))
         return out
+
+    def _decode_emissions(self, E, P, offsets):
+        """Viterbi codes of emission scores E (n_tokens, n_labels) given as
+        they are: decode_corpus on the identity matrix with W = E."""
+        return self._viterbi(*_identity(E.shape[0]), offsets,
+                             np.ascontiguousarray(E, dtype=np.float64), P)
 
     def _emissions(self, data):
         """(E, P): the emission scores of every token (n_tokens, n_labels) and

@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._chain import COSTS, ChainData, ChainWeights
 from .._validation import MAX_C
 from ..chain import as_stacked, pack_chain, unpack_chain
-from ._base import (ChainLearner, check_same_dual, check_same_training_set,
+from ._base import (ChainLearner, _identity, check_same_dual, check_same_training_set,
                     new_dual)
 from ._dual import dual_epoch
 from ._m3n import (KERNELS, SCHEDULES, STATE_FIELDS, KernelState, hinge_losses,
@@ -433,17 +433,10 @@ class M3NSGDTagger(ChainLearner):
     def _decode(self, data):
         if self._kernel[0] == "linear":
             return super()._decode(data)
-        E, P = self._emissions(data)
-        return self._viterbi(*_identity(E.shape[0]), data.offsets, E, P)
+        return self._decode_emissions(*self._emissions(data), data.offsets)
 
 
 _WSQ, _WV, _ETA = (STATE_FIELDS.index(f) for f in ("wsq", "wv", "eta"))
-
-
-def _identity(n):
-    """(indptr, indices, data) of the n x n identity: decoding it with W = E
-    decodes the emission scores E themselves."""
-    return (np.arange(n + 1, dtype=np.int64), np.arange(n, dtype=np.int32), np.ones(n))
 
 
 def _featureless(data):
