@@ -21,7 +21,9 @@ times (test set, ``n_jobs=1``) alternated with CRFsuite's as in section A.
 Speed ratios are medians of the per-round ratios, which a noisy machine
 disturbs less than a ratio of medians.
 
-Usage (needs ``pip install python-crfsuite seqlearn``)::
+Usage (needs ``pip install python-crfsuite`` and seqlearn 0.2, which no longer
+imports on current scikit-learn as released: ``bash benchmarks/peers/build_seqlearn.sh``
+installs it with ``benchmarks/peers/seqlearn-0.2-py311.patch``)::
 
     python benchmarks/bench_scale.py [--data DIR] [--repeats 7] [--labels 10 44 50 100 128 200]
                                      [--sections A B] [--quick] [--out benchmarks/results/scale.md]

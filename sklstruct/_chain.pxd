@@ -59,7 +59,9 @@ cdef class ChainData:
 
 
 cdef class ChainWeights:
-    cdef readonly object W, P, W_sum, P_sum
+    cdef readonly object W, P
+    cdef object _W_sum, _P_sum        # the sums, or the average (see averaged)
+    cdef readonly bint sums_hold_average
     cdef public long long n_seen
     cdef readonly int order
     cdef Weights w

@@ -142,8 +142,9 @@ cdef class ChainWeights:
         self.order = order
         self.W = np.zeros((n_features, n_labels))
         self.P = np.zeros((n_rows, n_labels))
-        self.W_sum = np.zeros_like(self.W) if average else None
-        self.P_sum = np.zeros_like(self.P) if average else None
+        self._W_sum = np.zeros_like(self.W) if average else None
+        self._P_sum = np.zeros_like(self.P) if average else None
+        self.sums_hold_average = False
         self.n_seen = 0
 
     cdef Weights* bind(self) except NULL:
@@ -158,7 +159,7 @@ cdef class ChainWeights:
         self.w.chain_base = <long long>W.shape[0] * W.shape[1]
         self.w.W_sum = NULL
         self.w.P_sum = NULL
-        if self.W_sum is not None:
+        if self._W_sum is not None:
             Ws = self.W_sum
             Ps = self.P_sum
             self.w.W_sum = &Ws[0, 0]
@@ -176,35 +177,64 @@ cdef class ChainWeights:
 
     @property
     def average(self):
-        return self.W_sum is not None
+        return self._W_sum is not None
 
-    def averaged(self):
+    @property
+    def W_sum(self):
+        self._own_sums()
+        return self._W_sum
+
+    @property
+    def P_sum(self):
+        self._own_sums()
+        return self._P_sum
+
+    def _own_sums(self):
+        """After ``averaged(inplace=True)``: the sums again, ``c (W - avg)``,
+        in new arrays (the published average keeps its buffers).  Equal to
+        the sums up to rounding, so that training continues; an estimator
+        asked to continue (warm_start, partial_fit) never publishes in place
+        and continues bit for bit."""
+        if self.sums_hold_average:
+            self._W_sum = np.multiply(np.subtract(self.W, self._W_sum), self.n_seen)
+            self._P_sum = np.multiply(np.subtract(self.P, self._P_sum), self.n_seen)
+            self.sums_hold_average = False
+
+    def averaged(self, inplace=False):
         """The weights to predict with: ``(W - W_sum / c, P - P_sum / c)``, the
         average of the weights after each of the ``c`` examples seen (the
         other half of the lazy trick of :c:func:`add_difference`); the raw
-        weights without averaging or before any example."""
-        if self.W_sum is None or self.n_seen == 0:
+        weights without averaging or before any example.
+
+        ``inplace=True`` writes the average over the sums and returns those
+        arrays (sums_hold_average): no array of the size of W is allocated,
+        so a fit's peak memory is the raw and summed weights only."""
+        if self._W_sum is None or self.n_seen == 0:
             return self.W.copy(), self.P.copy()
-        # W - W_sum / c computed into one new array: no second temporary of
-        # the size of W at the peak of memory
+        if self.sums_hold_average:
+            return self._W_sum, self._P_sum
         out = []
-        for raw, acc in ((self.W, self.W_sum), (self.P, self.P_sum)):
-            avg = np.divide(acc, self.n_seen)
+        for raw, acc in ((self.W, self._W_sum), (self.P, self._P_sum)):
+            # W - W_sum / c into one array: no second temporary of W's size
+            avg = acc if inplace else np.empty_like(acc)
+            np.divide(acc, self.n_seen, out=avg)
             out.append(np.subtract(raw, avg, out=avg))
+        self.sums_hold_average = bool(inplace)
         return tuple(out)
 
     def __reduce__(self):
-        return (_rebuild_weights, (self.W, self.P, self.W_sum, self.P_sum, self.n_seen,
-                                   self.order))
+        return (_rebuild_weights, (self.W, self.P, self._W_sum, self._P_sum, self.n_seen,
+                                   self.order, self.sums_hold_average))
 
 
-def _rebuild_weights(W, P, W_sum, P_sum, n_seen, order=1):
+def _rebuild_weights(W, P, W_sum, P_sum, n_seen, order=1, sums_hold_average=False):
     cdef ChainWeights w = ChainWeights(W.shape[0], W.shape[1], W_sum is not None, order)
     w.W[...] = W
     w.P[...] = P
     if W_sum is not None:
-        w.W_sum[...] = W_sum
-        w.P_sum[...] = P_sum
+        w._W_sum[...] = W_sum
+        w._P_sum[...] = P_sum
+    w.sums_hold_average = sums_hold_average
     w.n_seen = n_seen
     return w
 

@@ -120,3 +120,28 @@ def test_a_lean_model_refuses_to_continue_clearly(corpus):
     m3n = round_trip(M3NSGDTagger(max_iter=1, random_state=0).fit(Xtr, ytr))
     with pytest.raises(ValueError, match="training state"):
         m3n.objective(Xtr, ytr)
+
+
+def test_a_plain_fit_averages_in_place_and_can_still_continue(corpus):
+    """fit without warm_start writes the average over the summed weights (no
+    third array of W's size at the peak of memory): the same coef_ bit for
+    bit as a fit asked to continue; training continued after it starts from
+    sums recomputed from the raw weights and the average, equal up to
+    rounding."""
+    Xtr, ytr, Xte = corpus
+    plain = StructuredPerceptronTagger(max_iter=2, random_state=0).fit(Xtr, ytr)
+    kept = StructuredPerceptronTagger(max_iter=2, random_state=0, warm_start=True).fit(Xtr, ytr)
+    assert plain._weights.sums_hold_average and not kept._weights.sums_hold_average
+    np.testing.assert_array_equal(plain.coef_, kept.coef_)
+    np.testing.assert_array_equal(plain.transition_coef_, kept.transition_coef_)
+    coef = plain.coef_.copy()
+    np.testing.assert_allclose(plain._weights.W_sum, kept._weights.W_sum, rtol=1e-12,
+                               atol=1e-9)
+    np.testing.assert_array_equal(plain.coef_, coef)         # the published average stays
+    plain.partial_fit(Xtr, ytr)
+    kept.partial_fit(Xtr, ytr)
+    np.testing.assert_allclose(plain.coef_, kept.coef_, rtol=1e-12, atol=1e-9)
+    again = StructuredPerceptronTagger(max_iter=2, random_state=0).fit(Xtr, ytr)
+    state = pickle.loads(pickle.dumps(again._weights))      # the flag travels with the state
+    assert state.sums_hold_average
+    np.testing.assert_array_equal(state.averaged()[0], again.coef_.T)

@@ -557,14 +557,17 @@ class ChainLearner(ChainTagger):
         classes, codes = self._labels(y, data, classes)
         return data, codes, classes
 
-    def _train(self, X, y, n_epochs, continuing, classes=None):
+    def _train(self, X, y, n_epochs, continuing, classes=None, final=False):
         data, codes, classes = self._prepare(X, y, continuing, classes)
-        return self._train_encoded(data, codes, classes, n_epochs, continuing)
+        return self._train_encoded(data, codes, classes, n_epochs, continuing, final=final)
 
-    def _train_encoded(self, data, codes, classes, n_epochs, continuing, publish=True):
+    def _train_encoded(self, data, codes, classes, n_epochs, continuing, publish=True,
+                       final=False):
         """The loop of :meth:`_train` on validated data (StackedSentences) and
         label codes; ``publish=False`` leaves the public weights for a later
-        :meth:`_publish` (a caller running epochs one at a time)."""
+        :meth:`_publish` (a caller running epochs one at a time); ``final``:
+        publish for a fit that was not asked to continue (see
+        :meth:`_prediction_weights`)."""
         saved = dict(self.__dict__)
         try:
             if not continuing:
@@ -590,7 +593,7 @@ class ChainLearner(ChainTagger):
                 if self.verbose:
                     print(self._describe(record), flush=True)
             if publish:
-                self._publish()
+                self._publish(final)
         except BaseException:
             # A fresh start is undone whole.  Continued training fails before
             # its first update (validation, allocation), or, interrupted or
@@ -603,13 +606,14 @@ class ChainLearner(ChainTagger):
             raise
         return self
 
-    def _prediction_weights(self):
-        """(W, P) to predict with: the averaged weights (or the raw ones)."""
-        return self._weights.averaged()
+    def _prediction_weights(self, final=False):
+        """(W, P) to predict with: the averaged weights (or the raw ones);
+        ``final``: a fit that will not continue, averaged in place."""
+        return self._weights.averaged(inplace=final)
 
-    def _publish(self):
+    def _publish(self, final=False):
         """Expose the weights to predict with as the public learned attributes."""
-        self._set_weights(*self._prediction_weights())
+        self._set_weights(*self._prediction_weights(final))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -628,7 +632,8 @@ class ChainLearner(ChainTagger):
         """
         if self.warm_start:
             self._check_resumable()
-        self._train(X, y, self.max_iter, self.warm_start and hasattr(self, "_weights"))
+        self._train(X, y, self.max_iter, self.warm_start and hasattr(self, "_weights"),
+                    final=not self.warm_start)
         self._resumable = False
         return self
 

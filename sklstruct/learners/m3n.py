@@ -370,10 +370,11 @@ class M3NSGDTagger(ChainLearner):
         return 0.5 * (sq + np.vdot(P, P)) + float(self.C) * float(
             _hinge_losses(data, codes, W, P, E, self._weights.order).sum())
 
-    def _prediction_weights(self):
+    def _prediction_weights(self, final=False):
         return self._model()
 
-    def _publish(self):
+    def _publish(self, final=False):
+        # never in place: the objective reads the sums after fit
         if self._kernel[0] == "linear":
             return super()._publish()
         beta, P = self._model()
