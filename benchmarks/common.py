@@ -57,11 +57,17 @@ def n_tokens(data, part):
     return sum(map(len, data["y"][part]))
 
 
-def run_estimator(data, name, estimator, test, queue):
+def run_estimator(data, name, estimator, test, queue, dtype=None):
+    """Fit, predict, time and weigh ``estimator``; ``dtype``: predict with
+    (and save) its ``astype(dtype)`` copy."""
     base = rss_mb()
     tic = time.perf_counter()
     estimator.fit(data["X"]["train"], data["y"]["train"])
     fit_s = time.perf_counter() - tic
+    if dtype is not None:
+        history = estimator.history_
+        estimator = estimator.astype(dtype)
+        estimator.history_ = history
     epoch_s = float(np.mean([h["seconds"] for h in estimator.history_]))
     tic = time.perf_counter()
     pred = estimator.predict(data["X"][test])
@@ -115,11 +121,11 @@ def run_crfsuite(data, name, algorithm, params, test, queue):
                    else float("nan")))
 
 
-def in_child(target, *args):
-    """Run target(*args, queue) in a forked process and return what it put."""
+def in_child(target, *args, **kwargs):
+    """Run target(*args, queue, **kwargs) in a forked process and return what it put."""
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
-    proc = ctx.Process(target=target, args=args + (queue,))
+    proc = ctx.Process(target=target, args=args + (queue,), kwargs=kwargs)
     proc.start()
     result = queue.get()
     proc.join()

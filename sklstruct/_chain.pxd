@@ -18,6 +18,8 @@ cdef struct Corpus:
     const double* data
     const long long* offsets     # sentence s is rows offsets[s]:offsets[s + 1]
     Py_ssize_t n_sentences
+    const long long* aptr        # NULL, or row r may take only the labels
+    const int* alab              # alab[aptr[r]:aptr[r + 1]] (a tag dictionary)
 
 
 cdef struct Weights:
@@ -53,7 +55,7 @@ cdef struct KeyTable:
 
 
 cdef class ChainData:
-    cdef readonly object indptr, indices, data, offsets
+    cdef readonly object indptr, indices, data, offsets, allowed
     cdef readonly Py_ssize_t max_T, max_nnz, n_features
     cdef Corpus c
 

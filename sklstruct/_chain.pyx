@@ -28,7 +28,9 @@ import numpy as np
 
 from libc.stdlib cimport malloc, free
 from sklstruct._viterbi cimport (add_hamming, compute_emission, kbest, kbest_alloc, kbest_free,
-                                lattice_nodes)
+                                lattice_nodes, viterbi_allowed)
+
+from sklstruct._viterbi import _check_allowed
 
 #: The costs L(y^n, y), by name.
 COSTS = {"hamming": COST_HAMMING, "zero_one": COST_ZERO_ONE}
@@ -73,9 +75,13 @@ cdef class ChainData:
     offsets : int64 array (n_sentences + 1,)
         Sentence ``s`` is rows ``offsets[s]:offsets[s + 1]``.
     n_features : int
+    allowed : (aptr, alab) or None
+        A tag dictionary: row ``r`` may take only the labels
+        ``alab[aptr[r]:aptr[r + 1]]`` (ascending); the learners' candidates
+        (:c:func:`decode_candidates`) are then the best allowed sequences.
     """
 
-    def __cinit__(self, indptr, indices, data, offsets, Py_ssize_t n_features):
+    def __cinit__(self, indptr, indices, data, offsets, Py_ssize_t n_features, allowed=None):
         self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
         self.indices = np.ascontiguousarray(indices, dtype=np.int32)
         self.data = np.ascontiguousarray(data, dtype=np.float64)
@@ -94,6 +100,16 @@ cdef class ChainData:
         self.c.data = &dt[0] if dt.shape[0] > 0 else NULL
         self.c.offsets = &of[0]
         self.c.n_sentences = n
+        cdef const long long[::1] ap
+        cdef const int[::1] al
+        self.c.aptr = NULL
+        self.c.alab = NULL
+        self.allowed = None
+        if allowed is not None:
+            self.allowed = _check_allowed(allowed, of[n], 1 << 30)
+            ap, al = self.allowed
+            self.c.aptr = &ap[0]
+            self.c.alab = &al[0] if al.shape[0] > 0 else NULL
         self.max_T = 0
         self.max_nnz = 0
         for s in range(n):
@@ -531,17 +547,47 @@ cdef Py_ssize_t decode_candidates(Workspace ws, Corpus* X, Py_ssize_t row0, Py_s
     With ``augmented`` they are the loss-augmented best of eq. 12, argmax
     w.F(x, y) + L(y^n, y): Hamming cost is added to the emissions; the 0/1
     k best are the (k + 1) best by score re-ranked with the loss."""
-    cdef Py_ssize_t n, L = w.L
+    cdef Py_ssize_t n, K, L = w.L
     cdef bint zero_one = augmented and cost == COST_ZERO_ONE
     # (the chain's order is the decoder scratch's, allocated to w.order)
     compute_emission(X.indptr, X.indices, X.data, row0, T, w.W, L, ws.E)
     if augmented and not zero_one:
         add_hamming(ws.E, T, L, gold, 1.0)
-    n = kbest(ws.E, T, L, w.P, candidates_needed(k, augmented, cost), &ws.kb, ws.paths,
-              ws.scores)
+    K = candidates_needed(k, augmented, cost)
+    if X.aptr != NULL and K == 1 and w.order == 1:
+        # the best allowed sequence, over each token's allowed labels only
+        ws.scores[0] = viterbi_allowed(ws.E, T, L, w.P, X.aptr + row0, X.alab, ws.kb.delta,
+                                       ws.paths)
+        return 1
+    if X.aptr != NULL:
+        _forbid_labels(ws.E, T, L, X.aptr + row0, X.alab)
+    n = kbest(ws.E, T, L, w.P, K, &ws.kb, ws.paths, ws.scores)
+    if X.aptr != NULL:
+        # fewer than K allowed sequences: the rest break the dictionary
+        while n > 1 and ws.scores[n - 1] < FORBIDDEN_LABEL / 2:
+            n -= 1
     if zero_one:
         n = _rerank_zero_one(ws.paths, ws.scores, n, T, gold, k, ws.tmp)
     return n
+
+
+cdef double FORBIDDEN_LABEL = -1e200   # as sklstruct.chain.FORBIDDEN_LABEL
+
+
+cdef void _forbid_labels(double* E, Py_ssize_t T, Py_ssize_t L, const long long* aptr,
+                         const int* alab) noexcept nogil:
+    """Score every label outside its token's allowed list FORBIDDEN_LABEL
+    (the lists ascending: one merge per token)."""
+    cdef Py_ssize_t t, l, i
+    for t in range(T):
+        if aptr[t + 1] - aptr[t] == L:
+            continue
+        i = aptr[t]
+        for l in range(L):
+            if i < aptr[t + 1] and alab[i] == l:
+                i += 1
+            else:
+                E[t * L + l] = FORBIDDEN_LABEL
 
 
 cdef Py_ssize_t _rerank_zero_one(int* paths, double* scores, Py_ssize_t n, Py_ssize_t T,

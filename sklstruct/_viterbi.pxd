@@ -20,6 +20,9 @@ cdef double viterbi(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P
                     double* delta, int* back, int* path) noexcept nogil
 cdef double viterbi2(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                      double* delta, int* back, int* path) noexcept nogil
+cdef double viterbi_allowed(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
+                            const long long* aptr, const int* alab,
+                            double* delta, int* path) noexcept nogil
 cdef double decode_best(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P, int order,
                         double* delta, int* back, int* path) noexcept nogil
 cdef Py_ssize_t lattice_nodes(Py_ssize_t T, Py_ssize_t L, int order) noexcept nogil

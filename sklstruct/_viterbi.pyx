@@ -22,45 +22,57 @@ import numpy as np
 from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memset
 from libc.math cimport INFINITY, NAN, exp, fmin, log
+from cython cimport floating
 
 
 cdef extern from *:
     """
-    /* E[t, :] = X[row0 + t, :] @ W for t < T.  The rows of W a sentence
+    /* E[t, :] = X[row0 + t, :] @ W for t < T, W of doubles or (a model
+       stored in float32) floats, E in doubles.  The rows of W a sentence
        reads are scattered over a matrix larger than the caches, so the row
        PF features ahead is prefetched while this one is added. */
     #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-    __attribute__((target_clones("avx2", "default")))
+    #define SKLSTRUCT_CLONES __attribute__((target_clones("avx2", "default")))
+    #else
+    #define SKLSTRUCT_CLONES
     #endif
-    static void sklstruct_emission(const long long *indptr, const int *indices,
-                                   const double *data, Py_ssize_t row0, Py_ssize_t T,
-                                   const double *W, Py_ssize_t L, double *E) {
-        enum { PF = 16 };
-        const long long j0 = indptr[row0], j1 = indptr[row0 + T];
-        for (Py_ssize_t t = 0; t < T * L; t++) E[t] = 0.0;
-        for (long long j = j0; j < j0 + PF && j < j1; j++) {
-            const char *p = (const char *)(W + (Py_ssize_t)indices[j] * L);
-            for (Py_ssize_t b = 0; b < L * (Py_ssize_t)sizeof(double); b += 64)
-                __builtin_prefetch(p + b);
-        }
-        for (Py_ssize_t t = 0; t < T; t++) {
-            double *restrict e = E + t * L;
-            for (long long j = indptr[row0 + t]; j < indptr[row0 + t + 1]; j++) {
-                if (j + PF < j1) {
-                    const char *p = (const char *)(W + (Py_ssize_t)indices[j + PF] * L);
-                    for (Py_ssize_t b = 0; b < L * (Py_ssize_t)sizeof(double); b += 64)
-                        __builtin_prefetch(p + b);
-                }
-                const double v = data[j];
-                const double *restrict w = W + (Py_ssize_t)indices[j] * L;
-                for (Py_ssize_t l = 0; l < L; l++) e[l] += v * w[l];
-            }
-        }
+    #define SKLSTRUCT_EMISSION(NAME, WTYPE)                                              \
+    SKLSTRUCT_CLONES                                                                     \
+    static void NAME(const long long *indptr, const int *indices, const double *data,   \
+                     Py_ssize_t row0, Py_ssize_t T, const WTYPE *W, Py_ssize_t L,       \
+                     double *E) {                                                        \
+        enum { PF = 16 };                                                                \
+        const long long j0 = indptr[row0], j1 = indptr[row0 + T];                        \
+        const Py_ssize_t row_bytes = L * (Py_ssize_t)sizeof(WTYPE);                      \
+        for (Py_ssize_t t = 0; t < T * L; t++) E[t] = 0.0;                               \
+        for (long long j = j0; j < j0 + PF && j < j1; j++) {                             \
+            const char *p = (const char *)(W + (Py_ssize_t)indices[j] * L);             \
+            for (Py_ssize_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(p + b);   \
+        }                                                                                \
+        for (Py_ssize_t t = 0; t < T; t++) {                                             \
+            double *restrict e = E + t * L;                                              \
+            for (long long j = indptr[row0 + t]; j < indptr[row0 + t + 1]; j++) {        \
+                if (j + PF < j1) {                                                       \
+                    const char *p = (const char *)(W + (Py_ssize_t)indices[j + PF] * L); \
+                    for (Py_ssize_t b = 0; b < row_bytes; b += 64)                       \
+                        __builtin_prefetch(p + b);                                       \
+                }                                                                        \
+                const double v = data[j];                                                \
+                const WTYPE *restrict w = W + (Py_ssize_t)indices[j] * L;                \
+                for (Py_ssize_t l = 0; l < L; l++) e[l] += v * (double)w[l];             \
+            }                                                                            \
+        }                                                                                \
     }
+    SKLSTRUCT_EMISSION(sklstruct_emission, double)
+    SKLSTRUCT_EMISSION(sklstruct_emission_f32, float)
     """
     void _emission "sklstruct_emission"(const long long* indptr, const int* indices,
                                         const double* data, Py_ssize_t row0, Py_ssize_t T,
                                         const double* W, Py_ssize_t L, double* E) noexcept nogil
+    void _emission_f32 "sklstruct_emission_f32"(const long long* indptr, const int* indices,
+                                                const double* data, Py_ssize_t row0,
+                                                Py_ssize_t T, const float* W, Py_ssize_t L,
+                                                double* E) noexcept nogil
 
 
 cdef void compute_emission(const long long* indptr, const int* indices, const double* data,
@@ -1514,7 +1526,7 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
 
 
 def decode_corpus(const long long[::1] indptr, const int[::1] indices, const double[::1] data,
-                  const long long[::1] offsets, const double[:, ::1] W, const double[:, ::1] P,
+                  const long long[::1] offsets, const floating[:, ::1] W, const double[:, ::1] P,
                   int order=1, out=None, allowed=None):
     """Viterbi labels of every sentence of a stacked CSR corpus (no validation:
     callers pass arrays checked by :func:`sklstruct.chain.as_stacked`).
@@ -1569,7 +1581,10 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
             T = offsets[s + 1] - row0
             if T == 0:
                 continue
-            compute_emission(&indptr[0], &indices[0], &data[0], row0, T, &W[0, 0], L, E)
+            if floating is double:
+                compute_emission(&indptr[0], &indices[0], &data[0], row0, T, &W[0, 0], L, E)
+            else:
+                _emission_f32(&indptr[0], &indices[0], &data[0], row0, T, &W[0, 0], L, E)
             if restricted:
                 viterbi_allowed(E, T, L, &P[0, 0], &aptr[row0], &alab[0], delta, &ov[row0])
             else:

@@ -101,6 +101,7 @@ class StackedSentences(Sequence):
         self.offsets = offsets
         self.keys = keys
         self._data = None
+        self._allowed = None
 
     @classmethod
     def _trusted(cls, matrix, offsets, keys=None):
@@ -130,8 +131,18 @@ class StackedSentences(Sequence):
         """The corpus as the C kernels read it (cached)."""
         if self._data is None:
             m = self.matrix
-            self._data = ChainData(m.indptr, m.indices, m.data, self.offsets, m.shape[1])
+            self._data = ChainData(m.indptr, m.indices, m.data, self.offsets, m.shape[1],
+                                   self._allowed)
         return self._data
+
+    def _restricted(self, allowed):
+        """The same sentences with a tag dictionary for the learners'
+        decoding: token ``r`` may take only the labels
+        ``alab[aptr[r]:aptr[r + 1]]`` (``allowed = (aptr, alab)``; see
+        :class:`sklstruct._chain.ChainData`).  Indexing drops it."""
+        new = self._trusted(self.matrix, self.offsets, self.keys)
+        new._allowed = allowed
+        return new
 
     def split(self, per_token):
         """Cut a per-token array into per-sentence arrays (views; slicing

@@ -328,9 +328,9 @@ def test_matrix_constraints_and_pickle(corpus):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = ConstrainedTagger(weak(), constraints=allowed).fit(Xtr, ytr)
-    for p in model.predict(Xte):
-        assert np.all(p[1:] != p[:-1])
-    model.set_params(label_dictionary=2).fit(Xtr, ytr)
+        for p in model.predict(Xte):
+            assert np.all(p[1:] != p[:-1])
+        model.set_params(label_dictionary=2).fit(Xtr, ytr)
     again = pickle.loads(pickle.dumps(model))
     for a, b in zip(model.predict(Xte), again.predict(Xte)):
         np.testing.assert_array_equal(a, b)
@@ -352,3 +352,51 @@ def test_word_keys_are_stable_and_follow_indexing():
     assert DictSequenceVectorizer().fit_transform([[{"w": "a"}]]).keys is None
     with pytest.raises(ValueError, match="one integer per token"):
         type(Z)(Z.matrix, Z.offsets, keys=np.zeros(3))
+
+
+# -- training under the tag dictionary -----------------------------------------------------
+
+def one_label_words():
+    """Sentences whose every word always has the same label (its dictionary
+    entry is the gold label): training under the dictionary never errs."""
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(12)]
+    label_of = {w: "ABC"[i % 3] for i, w in enumerate(words)}
+    X = [[words[j] for j in rng.integers(0, 12, size=rng.integers(2, 7))] for _ in range(30)]
+    vec = SequenceVectorizer(templates=("word",), window=0)
+    return vec.fit_transform(X), [[label_of[w] for w in s] for s in X]
+
+
+@pytest.mark.parametrize("inner", [
+    StructuredPerceptronTagger(max_iter=2, average=False, shuffle=False),
+    StructuredPerceptronTagger(k=3, max_iter=2, average=False, shuffle=False),
+    "pa", "sdm"])
+def test_training_searches_the_dictionary_labels(inner):
+    from sklstruct._registry import TAGGERS
+    from test_hostile import make
+    if isinstance(inner, str):
+        inner = make(TAGGERS[inner], max_iter=2, random_state=0)
+    X, y = one_label_words()
+    plain = clone_fit(inner, X, y)
+    assert sum(h.get("mistakes", 1) for h in plain.history_) > 0
+    model = ConstrainedTagger(inner, label_dictionary=1).fit(X, y)
+    # every word is restricted to its gold label: no sequence to learn from
+    assert all(h.get("mistakes", 0) == 0 for h in model.estimator_.history_)
+    assert not np.any(model.estimator_.coef_)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_a_dictionary_that_restricts_nothing_trains_as_the_tagger(corpus, k):
+    """Every token allowed every label: the restricted decoders (Viterbi over
+    the allowed labels, k-best with the forbidden ones scored away) train
+    the very same model."""
+    Xtr, ytr, Xte, _ = corpus
+    inner = StructuredPerceptronTagger(k=k, max_iter=2, random_state=0)
+    model = ConstrainedTagger(inner, label_dictionary=10 ** 9).fit(Xtr, ytr)
+    assert model.n_dictionary_words_ == 0
+    np.testing.assert_array_equal(model.estimator_.coef_, clone_fit(inner, Xtr, ytr).coef_)
+
+
+def clone_fit(estimator, X, y):
+    from sklearn.base import clone
+    return clone(estimator).fit(X, y)

@@ -145,3 +145,45 @@ def test_a_plain_fit_averages_in_place_and_can_still_continue(corpus):
     state = pickle.loads(pickle.dumps(again._weights))      # the flag travels with the state
     assert state.sums_hold_average
     np.testing.assert_array_equal(state.averaged()[0], again.coef_.T)
+
+
+@pytest.mark.parametrize("name", ["perceptron", "crf", "constrained"])
+def test_astype_float32_predicts_from_float32_weights(corpus, name):
+    """A float32 copy decodes from float32 emission weights (summed in
+    float64): here the same labels, a smaller pickle, and no training
+    state; the original is untouched."""
+    from sklstruct import ConstrainedTagger
+    Xtr, ytr, Xte = corpus
+    cls = {**TAGGERS, **META_TAGGERS}[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = (ConstrainedTagger(StructuredPerceptronTagger(max_iter=2, random_state=0),
+                                   constraints="bio") if cls is ConstrainedTagger
+                 else make(cls, max_iter=2, random_state=0)).fit(Xtr, ytr)
+    small = model.astype(np.float32)
+    assert small.coef_.dtype == np.float32 and small.coef_.flags.f_contiguous
+    assert model.coef_.dtype == np.float64
+    W, _ = (small.estimator_ if name == "constrained" else small)._decoding_weights()
+    assert W.dtype == np.float32 and W.base is not None       # a view: no copy
+    for a, b in zip(model.predict(Xte), small.predict(Xte)):
+        np.testing.assert_array_equal(a, b)
+    again = round_trip(small)
+    assert again.coef_.dtype == np.float32 and again.coef_.flags.f_contiguous
+    assert len(pickle.dumps(small)) < len(pickle.dumps(model))
+    np.testing.assert_array_equal(small.astype("float64").coef_, small.coef_)
+    if name == "perceptron":
+        with pytest.raises(ValueError, match="made by astype"):
+            small.partial_fit(Xtr, ytr)
+
+
+def test_astype_refusals(corpus):
+    from sklearn.exceptions import NotFittedError
+    Xtr, ytr, _ = corpus
+    with pytest.raises(NotFittedError):
+        StructuredPerceptronTagger().astype(np.float32)
+    model = StructuredPerceptronTagger(max_iter=1, random_state=0).fit(Xtr, ytr)
+    with pytest.raises(ValueError, match="float32 or float64"):
+        model.astype(np.int32)
+    kernel = M3NSGDTagger(kernel="poly", max_iter=1, random_state=0).fit(Xtr[:40], ytr[:40])
+    with pytest.raises(ValueError, match="no explicit"):
+        kernel.astype(np.float32)

@@ -193,3 +193,8 @@ def test_corpus_emissions_equal_the_sparse_product(seed, density, L):
     got = data.split(decode_corpus(c.indptr, c.indices, c.data, c.offsets, W, P, 1))
     for x, codes in zip(X, got):
         np.testing.assert_array_equal(codes, viterbi_decode((x @ W), P)[0])
+    # float32 weights (a model stored by astype), added up in float64
+    W32 = W.astype(np.float32)
+    got = data.split(decode_corpus(c.indptr, c.indices, c.data, c.offsets, W32, P, 1))
+    for x, codes in zip(X, got):
+        np.testing.assert_array_equal(codes, viterbi_decode(x @ W32.astype(np.float64), P)[0])

@@ -189,7 +189,9 @@ class ChainTagger(BaseEstimator):
     def _set_weights(self, W, P):
         """Publish W (F, L) and P (packed chain) as coef_ and the chain
         attributes, refusing non-finite weights."""
-        if not (np.isfinite(W).all() and np.isfinite(P).all()):
+        # min and max carry any NaN or infinity without a temporary the size
+        # of W (np.isfinite(W) was the last 7 MB of a CoNLL-2000 fit's peak)
+        if not all(np.isfinite(f(a)) for a in (W, P) for f in (np.min, np.max)):
             raise ValueError("training produced non-finite weights; scale the features "
                              "down or lower C")
         self._new_weights()
@@ -198,10 +200,48 @@ class ChainTagger(BaseEstimator):
          self.trigram_coef_) = unpack_chain(P)
 
     def _decoding_weights(self):
-        """(W (F, L), P (L + 2, L)), C-contiguous, from the public attributes."""
-        return (np.ascontiguousarray(self.coef_.T, dtype=np.float64),
+        """(W (F, L), P (L + 2, L)), C-contiguous, from the public attributes;
+        W in float32 for a model stored so (:meth:`astype`), else float64."""
+        dtype = np.float32 if self.coef_.dtype == np.float32 else np.float64
+        return (np.ascontiguousarray(self.coef_.T, dtype=dtype),
                 pack_chain(self.transition_coef_, self.start_coef_, self.end_coef_,
                            getattr(self, "trigram_coef_", None)))
+
+    def astype(self, dtype):
+        """A copy of the fitted tagger with its emission weights stored as ``dtype``.
+
+        ``astype(np.float32)`` halves the memory of ``coef_`` (n_labels x
+        n_features; pickled sparse, it halves its values) and speeds up the
+        emission scores, which prediction reads from memory row by row;
+        they are still added up in float64, as are the transition weights.
+        Predictions can differ from the float64 model's only where two
+        sequences' scores are within float32 rounding of each other (on
+        CoNLL-2000 test: see ``benchmarks/bench_conll2000.py``).  The copy
+        keeps no training state: it predicts, scores and calibrates but does
+        not continue training (refit instead).
+
+        Parameters
+        ----------
+        dtype : {np.float32, np.float64, "float32", "float64"}
+
+        Returns
+        -------
+        tagger : a new estimator of the same class
+        """
+        check_is_fitted(self)
+        dtype = np.dtype(dtype)
+        if dtype not in (np.float32, np.float64):
+            raise ValueError(f"dtype: expected float32 or float64; got {dtype}")
+        if not hasattr(self, "coef_"):
+            raise ValueError(f"{type(self).__name__} with this kernel has no explicit "
+                             "emission weights (coef_) to store in another dtype")
+        new = copy.copy(self)
+        for name in getattr(self, "_TRAINING_STATE", ()):
+            new.__dict__.pop(name, None)
+        new._resumable = False
+        # Fortran order as fit leaves it: coef_.T is the C-contiguous W decoding reads
+        new.coef_ = np.asarray(self.coef_, dtype=dtype, order="F")
+        return new
 
     def predict(self, X):
         """Most likely label sequence of each sentence (Viterbi).
@@ -501,11 +541,11 @@ class ChainLearner(ChainTagger):
         """Raise if the model was unpickled without its training state."""
         if hasattr(self, "classes_") and not hasattr(self, "_weights"):
             raise ValueError(
-                "this model was pickled (saved, or sent to another process) without its "
-                "training state (the raw and summed weights), which a pickle keeps only for "
-                "an estimator with warm_start=True or trained by partial_fit; it can predict "
-                "but not continue training: set warm_start=True before fitting (and saving) "
-                "to continue later, or refit")
+                "this model has no training state (the raw and summed weights): it was "
+                "pickled (saved, or sent to another process), and a pickle keeps the state "
+                "only for an estimator with warm_start=True or trained by partial_fit, or "
+                "it was made by astype; it can predict but not continue training: set "
+                "warm_start=True before fitting (and saving) to continue later, or refit")
 
     # -- hooks of a learner family ------------------------------------------------
     def _new_state(self, data, codes):
@@ -579,6 +619,9 @@ class ChainLearner(ChainTagger):
                 self.__dict__.update(state)
                 self.__dict__.update(self._new_state(data, codes))
             chain_data = data.chain_data()
+            if chain_data.allowed is not None and chain_data.allowed[1].size \
+                    and chain_data.allowed[1].max() >= len(classes):
+                raise ValueError(f"allowed labels must lie in [0, {len(classes)})")
             for _ in range(n_epochs):
                 n = len(data)
                 order = (self._rng.permutation(n) if self.shuffle

@@ -1,4 +1,5 @@
 """Restricted decoding over any tagger: transition constraints and a tag dictionary."""
+import copy
 import warnings
 from numbers import Integral
 
@@ -23,13 +24,40 @@ def _delegate(name):
     return property(get, doc=f"``estimator_.{name}``.")
 
 
+def _allowed_lists(dictionary, keys, L):
+    """(aptr, alab) of tokens with word ``keys``: the dictionary's labels of
+    a word in it, every label otherwise."""
+    words, indptr, labels = dictionary
+    n = keys.shape[0]
+    pos = np.searchsorted(words, keys)
+    found = pos < len(words)
+    found[found] = words[pos[found]] == keys[found]
+    pos = np.where(found, pos, 0)
+    if len(words):
+        counts = np.where(found, indptr[pos + 1] - indptr[pos], L)
+        start = np.where(found, indptr[pos], len(labels))
+    else:
+        counts, start = np.full(n, L), np.zeros(n, dtype=np.int64)
+    source = np.concatenate([labels, np.arange(L, dtype=np.int32)])
+    aptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=aptr[1:])
+    alab = source[np.repeat(start - aptr[:-1], counts) + np.arange(aptr[-1])]
+    return aptr, alab.astype(np.int32)
+
+
 class ConstrainedTagger(ChainTagger):
     """Decode a tagger's model under exact search restrictions: transition
     constraints and a tag dictionary.
 
-    ``fit`` trains a clone of ``estimator`` on all labels, as it would alone,
-    and learns the restrictions from the training data.  Prediction then
-    searches only the label sequences they allow: ``predict`` and ``score``
+    ``fit`` learns the restrictions from the training data and trains a
+    clone of ``estimator``.  With a tag dictionary, the learners whose
+    training decodes through the shared k-best candidates (perceptron, PA,
+    MIRA, SWVP, SWVM, SDM, LaRank) search only the allowed labels in training
+    too, so that the model learns for the search it will make and training
+    is faster at many labels (the gold labels are always allowed); the CRF,
+    M3N and boosting train on all labels.  Transition constraints apply to
+    prediction only.  Prediction searches only the label sequences the
+    restrictions allow: ``predict`` and ``score``
     (Viterbi), ``predict_kbest`` (exact k-best), ``predict_marginals``,
     ``predict_confidence`` and ``calibrate`` (forward-backward or k-best).
     Each returns exactly what the unrestricted decoder would return if the
@@ -145,14 +173,20 @@ class ConstrainedTagger(ChainTagger):
         if self.label_dictionary is not None and data.keys is None:
             raise ValueError("label_dictionary: X has no word keys; make X with "
                              "sklstruct.SequenceVectorizer (its tokens need a word)")
-        estimator = clone(self.estimator).fit(data, y)
-        classes = estimator.classes_
-        codes = self._encode(y, data, classes)
+        classes, codes = self._labels(y, data)
         allowed = self._transitions(classes)
         if allowed is not None:
             self._warn_broken(allowed, codes, data.offsets, classes)
         dictionary = (self._dictionary(data.keys, codes, len(classes))
                       if self.label_dictionary is not None else None)
+        train = data
+        if dictionary is not None:
+            # the learners that decode through the shared candidates search
+            # the allowed labels in training too (the gold ones always are)
+            train = data._restricted(_allowed_lists(dictionary, data.keys, len(classes)))
+        estimator = clone(self.estimator).fit(train, y)
+        if not np.array_equal(estimator.classes_, classes):
+            raise ValueError("estimator: its classes_ differ from the sorted labels of y")
         self.__dict__.pop("calibration_", None)
         self.estimator_ = estimator
         self.classes_ = classes
@@ -207,26 +241,12 @@ class ConstrainedTagger(ChainTagger):
     # -- restricted decoding ----------------------------------------------------------
     def _allowed_lists(self, data):
         """(aptr, alab): the labels each token of ``data`` may take, ascending."""
-        L = len(self.classes_)
-        n = data.matrix.shape[0]
         if self._word_labels is None:
             return None
         if data.keys is None:
             raise ValueError("X has no word keys for the tag dictionary; make X with the "
                              "sklstruct.SequenceVectorizer that made the training X")
-        words, indptr, labels = self._word_labels
-        pos = np.searchsorted(words, data.keys)
-        found = pos < len(words)
-        found[found] = words[pos[found]] == data.keys[found]
-        pos = np.where(found, pos, 0)
-        counts = np.where(found, indptr[pos + 1] - indptr[pos], L) if len(words) else \
-            np.full(n, L)
-        start = np.where(found, indptr[pos] if len(words) else 0, len(labels))
-        source = np.concatenate([labels, np.arange(L, dtype=np.int32)])
-        aptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(counts, out=aptr[1:])
-        alab = source[np.repeat(start - aptr[:-1], counts) + np.arange(aptr[-1])]
-        return aptr, alab.astype(np.int32)
+        return _allowed_lists(self._word_labels, data.keys, len(self.classes_))
 
     def _label_mask(self, data):
         """(n_tokens, n_labels) bool: the labels each token may take, or None."""
@@ -255,6 +275,23 @@ class ConstrainedTagger(ChainTagger):
                                      allowed=self._allowed_lists(data))
         # a kernel model or a second-order chain: the masked emission scores
         return self._decode_emissions(*self._emissions(data), data.offsets)
+
+    def astype(self, dtype):
+        """A copy whose wrapped tagger stores its emission weights as ``dtype``
+        (see :meth:`sklstruct.StructuredPerceptronTagger.astype`).
+
+        Parameters
+        ----------
+        dtype : {np.float32, np.float64, "float32", "float64"}
+
+        Returns
+        -------
+        tagger : ConstrainedTagger
+        """
+        check_is_fitted(self)
+        new = copy.copy(self)
+        new.estimator_ = self.estimator_.astype(dtype)
+        return new
 
     def _kbest_codes(self, E, P, offsets, k):
         # the sequences outside the restrictions, when fewer than k are inside:
