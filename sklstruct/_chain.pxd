@@ -109,6 +109,8 @@ cdef void gram(KeyTable* h, Diff* diffs, Py_ssize_t m, double* G) noexcept nogil
 cdef void apply_diff(Diff* d, Weights* w, double step) noexcept nogil
 cdef double diff_margin(Diff* d, Weights* w) noexcept nogil
 cdef double cost_of(const int* gold, const int* path, Py_ssize_t T, int cost) noexcept nogil
+cdef double best_sequence(Workspace ws, Corpus* X, Py_ssize_t row0, Py_ssize_t T, Weights* w,
+                          int* out) noexcept nogil
 cdef Py_ssize_t decode_candidates(Workspace ws, Corpus* X, Py_ssize_t row0, Py_ssize_t T,
                                   const int* gold, Weights* w, Py_ssize_t k, bint augmented,
                                   int cost) noexcept nogil

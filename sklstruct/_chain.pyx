@@ -27,8 +27,8 @@ import os
 import numpy as np
 
 from libc.stdlib cimport malloc, free
-from sklstruct._viterbi cimport (add_hamming, compute_emission, kbest, kbest_alloc, kbest_free,
-                                lattice_nodes, viterbi_allowed)
+from sklstruct._viterbi cimport (add_hamming, compute_emission, decode_best, kbest, kbest_alloc,
+                                kbest_free, lattice_nodes, viterbi_allowed)
 
 from sklstruct._viterbi import _check_allowed
 
@@ -212,8 +212,11 @@ cdef class ChainWeights:
         asked to continue (warm_start, partial_fit) never publishes in place
         and continues bit for bit."""
         if self.sums_hold_average:
-            self._W_sum = np.multiply(np.subtract(self.W, self._W_sum), self.n_seen)
-            self._P_sum = np.multiply(np.subtract(self.P, self._P_sum), self.n_seen)
+            W_sum = np.subtract(self.W, self._W_sum)
+            W_sum *= self.n_seen
+            P_sum = np.subtract(self.P, self._P_sum)
+            P_sum *= self.n_seen
+            self._W_sum, self._P_sum = W_sum, P_sum
             self.sums_hold_average = False
 
     def averaged(self, inplace=False):
@@ -227,8 +230,9 @@ cdef class ChainWeights:
         so a fit's peak memory is the raw and summed weights only."""
         if self._W_sum is None or self.n_seen == 0:
             return self.W.copy(), self.P.copy()
-        if self.sums_hold_average:
-            return self._W_sum, self._P_sum
+        if self.sums_hold_average:       # (the published coef_ is a view of these)
+            return ((self._W_sum, self._P_sum) if inplace
+                    else (self._W_sum.copy(), self._P_sum.copy()))
         out = []
         for raw, acc in ((self.W, self._W_sum), (self.P, self._P_sum)):
             # W - W_sum / c into one array: no second temporary of W's size
@@ -536,6 +540,19 @@ cdef Py_ssize_t candidates_needed(Py_ssize_t k, bint augmented, int cost) noexce
     """Sequences the decoder must find for k candidates: the 0/1-augmented k
     best are among the k + 1 best by score."""
     return max(k, 1) + (1 if augmented and cost == COST_ZERO_ONE else 0)
+
+
+cdef double best_sequence(Workspace ws, Corpus* X, Py_ssize_t row0, Py_ssize_t T, Weights* w,
+                          int* out) noexcept nogil:
+    """The best sequence of one sentence under the current weights into
+    ``out`` (over the allowed labels when the corpus has them); its score."""
+    cdef Py_ssize_t L = w.L
+    compute_emission(X.indptr, X.indices, X.data, row0, T, w.W, L, ws.E)
+    if X.aptr != NULL and w.order == 1:
+        return viterbi_allowed(ws.E, T, L, w.P, X.aptr + row0, X.alab, ws.kb.delta, out)
+    if X.aptr != NULL:
+        _forbid_labels(ws.E, T, L, X.aptr + row0, X.alab)
+    return decode_best(ws.E, T, L, w.P, w.order, ws.kb.delta, ws.kb.back, out)
 
 
 cdef Py_ssize_t decode_candidates(Workspace ws, Corpus* X, Py_ssize_t row0, Py_ssize_t T,

@@ -36,6 +36,13 @@ cdef extern from *:
     #else
     #define SKLSTRUCT_CLONES
     #endif
+    #if defined(__GNUC__) || defined(__clang__)
+    #define SKLSTRUCT_PREFETCH(p) __builtin_prefetch(p)
+    #define SKLSTRUCT_RESTRICT __restrict__
+    #else
+    #define SKLSTRUCT_PREFETCH(p) ((void)0)
+    #define SKLSTRUCT_RESTRICT
+    #endif
     #define SKLSTRUCT_EMISSION(NAME, WTYPE)                                              \
     SKLSTRUCT_CLONES                                                                     \
     static void NAME(const long long *indptr, const int *indices, const double *data,   \
@@ -47,18 +54,18 @@ cdef extern from *:
         for (Py_ssize_t t = 0; t < T * L; t++) E[t] = 0.0;                               \
         for (long long j = j0; j < j0 + PF && j < j1; j++) {                             \
             const char *p = (const char *)(W + (Py_ssize_t)indices[j] * L);             \
-            for (Py_ssize_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(p + b);   \
+            for (Py_ssize_t b = 0; b < row_bytes; b += 64) SKLSTRUCT_PREFETCH(p + b);  \
         }                                                                                \
         for (Py_ssize_t t = 0; t < T; t++) {                                             \
-            double *restrict e = E + t * L;                                              \
+            double *SKLSTRUCT_RESTRICT e = E + t * L;                                    \
             for (long long j = indptr[row0 + t]; j < indptr[row0 + t + 1]; j++) {        \
                 if (j + PF < j1) {                                                       \
                     const char *p = (const char *)(W + (Py_ssize_t)indices[j + PF] * L); \
                     for (Py_ssize_t b = 0; b < row_bytes; b += 64)                       \
-                        __builtin_prefetch(p + b);                                       \
+                        SKLSTRUCT_PREFETCH(p + b);                                       \
                 }                                                                        \
                 const double v = data[j];                                                \
-                const WTYPE *restrict w = W + (Py_ssize_t)indices[j] * L;                \
+                const WTYPE *SKLSTRUCT_RESTRICT w = W + (Py_ssize_t)indices[j] * L;      \
                 for (Py_ssize_t l = 0; l < L; l++) e[l] += v * (double)w[l];             \
             }                                                                            \
         }                                                                                \
@@ -229,7 +236,7 @@ cdef double viterbi_allowed(const double* E, Py_ssize_t T, Py_ssize_t L, const d
     tokens that allow every label it is the vectorised step of
     :c:func:`viterbi`.  Ties go to the lower predecessor, as in
     :c:func:`viterbi`, so the result is Viterbi's on E with every disallowed
-    label scored -inf.
+    label scored -inf whenever some allowed sequence has a finite score.
     """
     cdef Py_ssize_t t, i, j, y, yp
     cdef double best, s
@@ -1564,7 +1571,7 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
     cdef const int[::1] alab
     cdef bint restricted = allowed is not None
     if restricted:
-        aptr, alab = _check_allowed(allowed, offsets[n_sent], L)
+        aptr, alab = _check_allowed(allowed, offsets[n_sent], L, offsets[0])
         if order != 1:
             raise ValueError("allowed labels per token are decoded by first-order Viterbi "
                              "only; mask the emission scores of a second-order chain")
@@ -1593,26 +1600,32 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
     return out
 
 
-def _check_allowed(allowed, Py_ssize_t n_rows, Py_ssize_t L):
-    """Validated (aptr, alab) of :func:`decode_corpus`'s ``allowed``."""
-    aptr, alab = allowed
-    aptr = np.ascontiguousarray(aptr, dtype=np.int64)
-    alab = np.ascontiguousarray(alab, dtype=np.int32)
-    if aptr.ndim != 1 or aptr.shape[0] < n_rows + 1 or aptr[0] != 0 \
-            or aptr[n_rows] > alab.shape[0]:
+def _check_allowed(allowed, Py_ssize_t n_rows, Py_ssize_t L, Py_ssize_t first_row=0):
+    """Validated (aptr, alab) of :func:`decode_corpus`'s ``allowed`` for the
+    rows ``first_row:n_rows``: integer arrays, no cast that changes a value."""
+    aptr, alab = (np.asarray(a) for a in allowed)
+    if aptr.dtype.kind not in "iu" or alab.dtype.kind not in "iu" or aptr.ndim != 1 \
+            or alab.ndim != 1:
+        raise ValueError("allowed: expected (aptr, alab), two 1-D integer arrays")
+    if aptr.shape[0] < n_rows + 1 or aptr[0] != 0:
         raise ValueError(f"allowed: aptr must start at 0 and have an entry per row and one "
-                         f"more ({n_rows + 1}), within the {alab.shape[0]} labels")
-    counts = np.diff(aptr[:n_rows + 1])
+                         f"more ({n_rows + 1})")
+    ptr = aptr[first_row:n_rows + 1]
+    start, stop = int(aptr[first_row]), int(aptr[n_rows])
+    if stop > alab.shape[0] or ptr.min() < 0:
+        raise ValueError(f"allowed: aptr points outside the {alab.shape[0]} labels")
+    counts = np.diff(ptr)
     if counts.size and counts.min() < 1:
-        raise ValueError(f"allowed: row {int(np.argmin(counts))} allows no label")
-    labs = alab[:aptr[n_rows]]
+        raise ValueError(f"allowed: row {first_row + int(np.argmin(counts))} allows no label")
+    labs = alab[start:stop]
     if labs.size and (labs.min() < 0 or labs.max() >= L):
         raise ValueError(f"allowed: labels must lie in [0, {L})")
     # strictly ascending within each row: a step down may only start a row
     down = np.flatnonzero(np.diff(labs) <= 0) + 1
-    if not np.isin(down, aptr[1:n_rows]).all():
+    if not np.isin(down, ptr[1:ptr.shape[0] - 1] - start).all():
         raise ValueError("allowed: the labels of a row must be strictly ascending")
-    return aptr, alab
+    return (np.ascontiguousarray(aptr, dtype=np.int64),
+            np.ascontiguousarray(alab, dtype=np.int32))
 
 
 def chain_marginals(E, P, _return_path=False):

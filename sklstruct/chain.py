@@ -305,7 +305,8 @@ def allowed_transitions(scheme, labels):
     rules = _SCHEME_PREFIXES[name]
     parts = []
     for label in np.asarray(labels).tolist():
-        label = str(label)
+        label = label.decode("utf-8", "surrogateescape") if isinstance(label, bytes) \
+            else str(label)
         prefix, _, kind = label.partition("-")
         if label != "O" and not (len(prefix) == 1 and prefix in rules["letters"] and kind):
             raise ValueError(f"constraints={scheme!r}: label {label!r} is neither 'O' nor "

@@ -400,3 +400,41 @@ def test_a_dictionary_that_restricts_nothing_trains_as_the_tagger(corpus, k):
 def clone_fit(estimator, X, y):
     from sklearn.base import clone
     return clone(estimator).fit(X, y)
+
+
+def test_restricted_pa_finds_its_prediction_under_the_dictionary_too(corpus):
+    """RPA compares each candidate with the prediction of the current
+    weights: under the dictionary that prediction is the best allowed
+    sequence, so the restricted learner still learns."""
+    from sklstruct import PassiveAggressiveTagger
+    Xtr, ytr, Xte, yte = corpus
+    inner = PassiveAggressiveTagger(k=3, restricted=True, max_iter=3, random_state=0)
+    model = ConstrainedTagger(inner, label_dictionary=1).fit(Xtr, ytr)
+    assert all(h["updates"] > 0 for h in model.estimator_.history_)
+    assert model.score(Xte, yte) > 0.8
+
+
+def test_nested_restrictions_are_refused_and_checks_do_not_cast(corpus):
+    Xtr, ytr, _, _ = corpus
+    inner = ConstrainedTagger(weak(), constraints="bio")
+    with pytest.raises(TypeError, match="inside another"):
+        ConstrainedTagger(inner, label_dictionary=1).fit(Xtr, ytr)
+    data = as_stacked([sp.csr_matrix(np.eye(2))])
+    ident = (np.arange(3, dtype=np.int64), np.arange(2, dtype=np.int32), np.ones(2))
+    E, P = np.zeros((2, 3)), np.zeros((5, 3))
+    with pytest.raises(ValueError, match="integer arrays"):
+        decode_corpus(*ident, data.offsets, E, P, 1, None, ([0, 1, 2], [0.5, 1.9]))
+    with pytest.raises(ValueError, match=r"lie in \[0, 3\)"):
+        decode_corpus(*ident, data.offsets, E, P, 1, None,
+                      (np.array([0, 1, 2]), np.array([0, 2 ** 32 + 1])))
+
+
+def test_bytes_labels_and_lower_case_scheme_names():
+    labels = np.array([b"B-NP", b"I-NP", b"O"])
+    np.testing.assert_array_equal(allowed_transitions("iob2", labels),
+                                  allowed_transitions("IOB2", labels.astype(str)))
+    words = [["the", "cat", "sat"], ["a", "dog"]]
+    tags = [[b"B-NP", b"I-NP", b"O"], [b"B-NP", b"I-NP"]]
+    vec = SequenceVectorizer(templates=("word",), window=0)
+    model = ConstrainedTagger(weak(), constraints="iob2").fit(vec.fit_transform(words), tags)
+    assert model.predict(vec.transform([["cat"]]))[0][0] != b"I-NP"

@@ -76,3 +76,45 @@ def test_threads_shared_by_concurrent_callers_and_a_forked_child(corpus):
 
 def _predict_flat(model, X):
     return np.concatenate(model.predict(X))
+
+
+def test_callers_asking_for_more_threads_replace_the_pool_safely(corpus):
+    """A caller wanting more threads than the pool has replaces it while
+    others are using it: every caller still gets its predictions."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    X_train, y_train, X, y = corpus
+    X = X[list(range(len(X))) * 3]                       # six blocks: up to six threads
+    model = TAGGERS["pa"](max_iter=1, random_state=0).fit(X_train, y_train)
+    expected = np.concatenate(model.predict(X))
+
+    def predict(n_jobs):
+        from sklearn.base import clone
+        m = clone(model).set_params(n_jobs=n_jobs)
+        m.__dict__.update({k: v for k, v in model.__dict__.items() if k.endswith("_")})
+        return np.concatenate(m.predict(X))
+
+    with ThreadPoolExecutor(4) as callers:
+        for got in callers.map(predict, [2, 4, 3, 6, 2, 5, 3, 6]):
+            np.testing.assert_array_equal(got, expected)
+
+
+def test_blocks_run_inline_inside_a_pool_thread_and_errors_wait(corpus):
+    """_run from inside one of the pool's threads runs its blocks there (a
+    wait on the pool from its own thread could deadlock); an error in the
+    caller's block waits for the others before it propagates."""
+    import time
+    model = TAGGERS["pa"](n_jobs=2)
+    nested = model._run(lambda a, b: model._run(lambda c, d: (c, d), [(0, 1), (1, 2)]),
+                        [(0, 1), (1, 2)])
+    assert nested == [[(0, 1), (1, 2)]] * 2
+    done = []
+
+    def block(a, b):
+        if a == 0:
+            raise RuntimeError("first block")
+        time.sleep(0.05)
+        done.append(a)
+    with pytest.raises(RuntimeError, match="first block"):
+        model._run(block, [(0, 1), (1, 2)])
+    assert done == [1]

@@ -187,3 +187,13 @@ def test_astype_refusals(corpus):
     kernel = M3NSGDTagger(kernel="poly", max_iter=1, random_state=0).fit(Xtr[:40], ytr[:40])
     with pytest.raises(ValueError, match="no explicit"):
         kernel.astype(np.float32)
+
+
+def test_astype_copies_are_independent(corpus):
+    Xtr, ytr, _ = corpus
+    model = StructuredPerceptronTagger(max_iter=1, random_state=0).fit(Xtr, ytr)
+    same = model.astype(np.float64)
+    assert not np.shares_memory(same.coef_, model.coef_)
+    assert same.history_ is not model.history_
+    # after an in-place average, averaged() gives copies: coef_ is not exposed
+    assert not np.shares_memory(model._weights.averaged()[0], model.coef_)

@@ -18,7 +18,7 @@ import math
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from numbers import Integral, Real
 
 import numpy as np
@@ -44,21 +44,25 @@ _PREDICT_BLOCK = 256
 
 
 _POOL = {"executor": None, "lock": threading.Lock()}
+_POOL_PREFIX = "sklstruct-blocks"
 
 
-def _pool(n_workers):
-    """The process's thread pool for the taggers' blocks, with at least
-    ``n_workers`` threads.  Kept from call to call: joblib's threading
-    backend starts a pool at every call, 12 ms on this 2-core machine,
-    which was more than decoding a test set takes."""
+def _submit(fn, ranges):
+    """Futures of fn(start, stop) for each range, run by the process's
+    thread pool for the taggers' blocks, which has at least one thread per
+    range.  The pool is kept from call to call: joblib's threading backend
+    starts one at every call, 12 ms on this 2-core machine, more than
+    decoding a test set takes.  Submitting under the lock: a pool replaced
+    by a larger one is shut down only after its callers have submitted
+    (its queued work still runs)."""
     with _POOL["lock"]:
         executor = _POOL["executor"]
-        if executor is None or executor._max_workers < n_workers:
+        if executor is None or executor._max_workers < len(ranges):
             if executor is not None:
                 executor.shutdown(wait=False)
             executor = _POOL["executor"] = ThreadPoolExecutor(
-                n_workers, thread_name_prefix="sklstruct")
-        return executor
+                len(ranges), thread_name_prefix=_POOL_PREFIX)
+        return [executor.submit(fn, a, b) for a, b in ranges]
 
 
 def _forget_pool():
@@ -216,9 +220,11 @@ class ChainTagger(BaseEstimator):
         they are still added up in float64, as are the transition weights.
         Predictions can differ from the float64 model's only where two
         sequences' scores are within float32 rounding of each other (on
-        CoNLL-2000 test: see ``benchmarks/bench_conll2000.py``).  The copy
-        keeps no training state: it predicts, scores and calibrates but does
-        not continue training (refit instead).
+        CoNLL-2000 and Spanish NER test sets they were the same labels:
+        ``benchmarks/bench_scale.py``).  The copy keeps no training state
+        (raw and summed weights, dual variables): the online, dual and M3N
+        learners refuse to continue training it; a CRF with
+        ``warm_start=True`` starts from its weights, as from any fitted CRF.
 
         Parameters
         ----------
@@ -239,8 +245,11 @@ class ChainTagger(BaseEstimator):
         for name in getattr(self, "_TRAINING_STATE", ()):
             new.__dict__.pop(name, None)
         new._resumable = False
+        for name, value in self.__dict__.items():
+            if isinstance(value, (np.ndarray, list, dict)):
+                new.__dict__[name] = copy.deepcopy(value)
         # Fortran order as fit leaves it: coef_.T is the C-contiguous W decoding reads
-        new.coef_ = np.asarray(self.coef_, dtype=dtype, order="F")
+        new.coef_ = np.array(self.coef_, dtype=dtype, order="F")
         return new
 
     def predict(self, X):
@@ -276,11 +285,15 @@ class ChainTagger(BaseEstimator):
     def _run(self, fn, ranges):
         """fn(start, stop) for each range, in threads when there are several
         (the kernels release the GIL): the calling thread runs the first
-        range, a pool kept for the process the others (see :func:`_pool`)."""
-        if len(ranges) == 1:
-            return [fn(*ranges[0])]
-        futures = [_pool(len(ranges) - 1).submit(fn, a, b) for a, b in ranges[1:]]
-        first = fn(*ranges[0])
+        range, a pool kept for the process the others (see :func:`_submit`)."""
+        if len(ranges) == 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
+            # (inside a pool thread, waiting for the pool could deadlock)
+            return [fn(a, b) for a, b in ranges]
+        futures = _submit(fn, ranges[1:])
+        try:
+            first = fn(*ranges[0])
+        finally:
+            wait(futures)            # no block left running on an error
         return [first] + [f.result() for f in futures]
 
     def _decode(self, data):

@@ -15,11 +15,10 @@ needs of the shared workspace).
 from libc.math cimport exp
 
 from sklstruct._chain cimport (ChainData, ChainWeights, Corpus, Diff, Weights, Workspace,
-                               COST_HAMMING, add_difference, apply_diff, build_diff,
-                               candidates_needed, cost_of, decode_candidates, diff_margin,
-                               diff_sqnorm, gram, margin, same_path)
+                               COST_HAMMING, add_difference, apply_diff, best_sequence,
+                               build_diff, candidates_needed, cost_of, decode_candidates,
+                               diff_margin, diff_sqnorm, gram, margin, same_path)
 from sklstruct._qp cimport DenseGram, SimplexQP, dense_column, simplex_smo
-from sklstruct._viterbi cimport compute_emission, decode_best
 
 
 cdef enum:
@@ -93,7 +92,7 @@ cdef long long _pa_steps(Example* ex, Workspace ws, Weights* w, Params* p, bint*
     with loss l = L(y^n, y) - w . dF(y) > 0, w += min(C, l / ||dF||^2) dF(y)
     (eqs. 24-25).  ``restricted``: skip y unless it loses at least as much as
     the prediction of the current weights (y in A_w, eqs. 27-28)."""
-    cdef Py_ssize_t j, n, T = ex.T, L = w.L
+    cdef Py_ssize_t j, n, T = ex.T
     cdef long long updates = 0
     cdef int* path
     cdef double ell, sq, step, ell_hat = 0.0
@@ -109,9 +108,7 @@ cdef long long _pa_steps(Example* ex, Workspace ws, Weights* w, Params* p, bint*
             continue
         if restricted:
             if stale:
-                compute_emission(ex.X.indptr, ex.X.indices, ex.X.data, ex.row0, T, w.W, L,
-                                 ws.E)
-                decode_best(ws.E, T, L, w.P, w.order, ws.kb.delta, ws.kb.back, ws.y_hat)
+                best_sequence(ws, ex.X, ex.row0, T, w, ws.y_hat)
                 ell_hat = (cost_of(ex.gold, ws.y_hat, T, p.cost)
                            - margin(ex.X, ex.row0, T, ex.gold, ws.y_hat, w))
                 stale = False

@@ -52,10 +52,12 @@ class ConstrainedTagger(ChainTagger):
     ``fit`` learns the restrictions from the training data and trains a
     clone of ``estimator``.  With a tag dictionary, the learners whose
     training decodes through the shared k-best candidates (perceptron, PA,
-    MIRA, SWVP, SWVM, SDM, LaRank) search only the allowed labels in training
-    too, so that the model learns for the search it will make and training
-    is faster at many labels (the gold labels are always allowed); the CRF,
-    M3N and boosting train on all labels.  Transition constraints apply to
+    RPA, MIRA, SWVP, SWVM, SDM, LaRank, and M3N with ``solver="smo"``)
+    search only the allowed labels in training too, so that the model
+    learns for the search it will make and training is faster at many
+    labels (the gold labels are always allowed); the CRF, SGD-trained M3N,
+    boosting and the shards of :class:`ParameterMixingTagger` train on all
+    labels.  Transition constraints apply to
     prediction only.  Prediction searches only the label sequences the
     restrictions allow: ``predict`` and ``score``
     (Viterbi), ``predict_kbest`` (exact k-best), ``predict_marginals``,
@@ -134,7 +136,8 @@ class ConstrainedTagger(ChainTagger):
 
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"])],
-        "constraints": [None, StrOptions({"bio", "IOB2", "IOBES", "BILOU"}), "array-like"],
+        "constraints": [None, StrOptions({"bio", "IOB2", "IOBES", "BILOU", "iob2", "iobes",
+                                          "bilou"}), "array-like"],
         "label_dictionary": [None, Interval(Integral, 1, None, closed="left")],
         "n_jobs": N_JOBS_CONSTRAINT,
     }
@@ -169,6 +172,9 @@ class ConstrainedTagger(ChainTagger):
         if not isinstance(self.estimator, ChainTagger):
             raise TypeError("estimator: expected an sklstruct tagger; got "
                             f"{type(self.estimator).__name__}")
+        if isinstance(self.estimator, ConstrainedTagger):
+            raise TypeError("estimator: a ConstrainedTagger inside another; give both "
+                            "restrictions to one")
         data = as_stacked(X)
         if self.label_dictionary is not None and data.keys is None:
             raise ValueError("label_dictionary: X has no word keys; make X with "
