@@ -266,7 +266,19 @@ class ChainTagger(BaseEstimator):
         """
         check_is_fitted(self)
         data = as_stacked(X, self.n_features_in_)
-        return data.split(self.classes_[self._decode(data)])
+        bounds = data.offsets.tolist()
+        result = [None] * len(data)
+        classes = self.classes_
+
+        def labels(codes, a, b):
+            # each thread turns the codes of its own sentences into labels,
+            # beside the other threads' decoding
+            block = classes[codes[bounds[a]:bounds[b]]]
+            base = bounds[a]
+            result[a:b] = [block[s - base:e - base]
+                           for s, e in zip(bounds[a:b], bounds[a + 1:b + 1])]
+        self._decode(data, then=labels)
+        return result
 
     # -- threads over blocks of sentences -----------------------------------------
     def _blocks(self, block, n_sentences):
@@ -296,28 +308,34 @@ class ChainTagger(BaseEstimator):
             wait(futures)            # no block left running on an error
         return [first] + [f.result() for f in futures]
 
-    def _decode(self, data):
+    def _decode(self, data, then=None):
         """The Viterbi label codes of every token of ``data`` (StackedSentences),
-        sentence blocks decoded in ``n_jobs`` threads into one array."""
+        sentence blocks decoded in ``n_jobs`` threads into one array
+        (``then``: see :meth:`_viterbi`)."""
         c = data.chain_data()
         W, P = self._decoding_weights()
-        return self._viterbi(c.indptr, c.indices, c.data, c.offsets, W, P)
+        return self._viterbi(c.indptr, c.indices, c.data, c.offsets, W, P, then=then)
 
-    def _viterbi(self, indptr, indices, values, offsets, W, P, allowed=None):
+    def _viterbi(self, indptr, indices, values, offsets, W, P, allowed=None, then=None):
         """decode_corpus over blocks of sentences in ``n_jobs`` threads
-        (``allowed``: the labels each row may take, see decode_corpus)."""
+        (``allowed``: the labels each row may take, see decode_corpus);
+        ``then(codes, start, stop)``, if given, runs in the thread of each
+        block of sentences once they are decoded."""
         order = chain_order(P, W.shape[1])
         out = np.empty(offsets[-1], dtype=np.int32)
-        self._run(lambda a, b: decode_corpus(indptr, indices, values, offsets[a:b + 1],
-                                             W, P, order, out, allowed),
-                  self._prediction_blocks(len(offsets) - 1))
+
+        def block(a, b):
+            decode_corpus(indptr, indices, values, offsets[a:b + 1], W, P, order, out, allowed)
+            if then is not None:
+                then(out, a, b)
+        self._run(block, self._prediction_blocks(len(offsets) - 1))
         return out
 
-    def _decode_emissions(self, E, P, offsets):
+    def _decode_emissions(self, E, P, offsets, then=None):
         """Viterbi codes of emission scores E (n_tokens, n_labels) given as
         they are: decode_corpus on the identity matrix with W = E."""
         return self._viterbi(*_identity(E.shape[0]), offsets,
-                             np.ascontiguousarray(E, dtype=np.float64), P)
+                             np.ascontiguousarray(E, dtype=np.float64), P, then=then)
 
     def _emissions(self, data):
         """(E, P): the emission scores of every token (n_tokens, n_labels) and

@@ -269,7 +269,7 @@ class ConstrainedTagger(ChainTagger):
         E, P = self.estimator_._emissions(data)
         return restrict_scores(E, P, self._label_mask(data), self.allowed_transitions_)
 
-    def _decode(self, data):
+    def _decode(self, data, then=None):
         check_is_fitted(self)
         est = self.estimator_
         if hasattr(est, "coef_"):
@@ -278,9 +278,9 @@ class ConstrainedTagger(ChainTagger):
             if self._word_labels is None or chain_order(P, W.shape[1]) == 1:
                 c = data.chain_data()
                 return self._viterbi(c.indptr, c.indices, c.data, c.offsets, W, P,
-                                     allowed=self._allowed_lists(data))
+                                     allowed=self._allowed_lists(data), then=then)
         # a kernel model or a second-order chain: the masked emission scores
-        return self._decode_emissions(*self._emissions(data), data.offsets)
+        return self._decode_emissions(*self._emissions(data), data.offsets, then)
 
     def astype(self, dtype):
         """A copy whose wrapped tagger stores its emission weights as ``dtype``

@@ -431,10 +431,10 @@ class M3NSGDTagger(ChainLearner):
         self._run(block, ranges)
         return E, P
 
-    def _decode(self, data):
+    def _decode(self, data, then=None):
         if self._kernel[0] == "linear":
-            return super()._decode(data)
-        return self._decode_emissions(*self._emissions(data), data.offsets)
+            return super()._decode(data, then)
+        return self._decode_emissions(*self._emissions(data), data.offsets, then)
 
 
 _WSQ, _WV, _ETA = (STATE_FIELDS.index(f) for f in ("wsq", "wv", "eta"))
