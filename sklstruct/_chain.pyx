@@ -581,14 +581,17 @@ cdef Py_ssize_t decode_candidates(Workspace ws, Corpus* X, Py_ssize_t row0, Py_s
     n = kbest(ws.E, T, L, w.P, K, &ws.kb, ws.paths, ws.scores)
     if X.aptr != NULL:
         # fewer than K allowed sequences: the rest break the dictionary
-        while n > 1 and ws.scores[n - 1] < FORBIDDEN_LABEL / 2:
+        while n > 1 and ws.scores[n - 1] < _FORBIDDEN / 2:
             n -= 1
     if zero_one:
         n = _rerank_zero_one(ws.paths, ws.scores, n, T, gold, k, ws.tmp)
     return n
 
 
-cdef double FORBIDDEN_LABEL = -1e200   # as sklstruct.chain.FORBIDDEN_LABEL
+#: The score of a label outside its token's tag dictionary
+#: (sklstruct.chain.FORBIDDEN_LABEL is this one).
+cdef double _FORBIDDEN = -1e200
+FORBIDDEN_LABEL = _FORBIDDEN
 
 
 cdef void _forbid_labels(double* E, Py_ssize_t T, Py_ssize_t L, const long long* aptr,
@@ -604,7 +607,7 @@ cdef void _forbid_labels(double* E, Py_ssize_t T, Py_ssize_t L, const long long*
             if i < aptr[t + 1] and alab[i] == l:
                 i += 1
             else:
-                E[t * L + l] = FORBIDDEN_LABEL
+                E[t * L + l] = _FORBIDDEN
 
 
 cdef Py_ssize_t _rerank_zero_one(int* paths, double* scores, Py_ssize_t n, Py_ssize_t T,

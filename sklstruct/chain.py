@@ -27,7 +27,7 @@ from numbers import Integral
 import numpy as np
 import scipy.sparse as sp
 
-from ._chain import ChainData
+from ._chain import FORBIDDEN_LABEL, ChainData
 from ._validation import check_csr_sentence, check_sentence_list
 from ._viterbi import kbest_decode, sequence_score, viterbi_decode
 
@@ -110,8 +110,9 @@ class StackedSentences(Sequence):
         self._set(matrix, offsets, keys)
         return self
 
-    def _rows(self, a, b):
-        return None if self.keys is None else self.keys[a:b]
+    def _keys(self, rows):
+        """The keys of ``rows`` (a slice or row indices), or None."""
+        return None if self.keys is None else self.keys[rows]
 
     # -- what the kernels read ---------------------------------------------------------
 
@@ -144,11 +145,13 @@ class StackedSentences(Sequence):
         new._allowed = allowed
         return new
 
-    def split(self, per_token):
+    def split(self, per_token, start=0, stop=None):
         """Cut a per-token array into per-sentence arrays (views; slicing
-        with Python ints is 5x faster than ``np.split``)."""
-        bounds = self.offsets.tolist()
-        return [per_token[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        with Python ints is 5x faster than ``np.split``): of every sentence,
+        or of sentences ``start:stop`` when ``per_token`` holds their rows only."""
+        bounds = self.offsets[start:(len(self) if stop is None else stop) + 1].tolist()
+        base = bounds[0]
+        return [per_token[a - base:b - base] for a, b in zip(bounds[:-1], bounds[1:])]
 
     # -- the list face --------------------------------------------------------------------
 
@@ -170,7 +173,7 @@ class StackedSentences(Sequence):
             if idx.size and (key.step is None or key.step == 1):
                 a, b = self.offsets[idx[0]], self.offsets[idx[-1] + 1]
                 return self._trusted(self.matrix[a:b], self.offsets[idx[0]:idx[-1] + 2] - a,
-                                     self._rows(a, b))
+                                     self._keys(slice(a, b)))
         else:
             idx = np.asarray(key)
             if idx.dtype == bool:
@@ -191,8 +194,7 @@ class StackedSentences(Sequence):
         np.cumsum(lengths, out=offsets[1:])
         # rows of the chosen sentences, in order, without a Python loop
         rows = np.arange(offsets[-1]) - np.repeat(offsets[:-1] - self.offsets[idx], lengths)
-        return self._trusted(self.matrix[rows], offsets,
-                             None if self.keys is None else self.keys[rows])
+        return self._trusted(self.matrix[rows], offsets, self._keys(rows))
 
     def __iter__(self):
         for i in range(len(self)):
@@ -263,8 +265,8 @@ def unpack_chain(P):
 #: differences stay numbers, and beyond any sum of learned weights, so that
 #: the best sequence keeps to the restrictions whenever one does; when none
 #: does, it breaks the fewest transition constraints.
+#: (FORBIDDEN_LABEL, -1e200, comes from the learners' kernels, which score with it.)
 FORBIDDEN_TRANSITION = -1e100
-FORBIDDEN_LABEL = -1e200
 
 #: Chunk prefixes of the schemes of :func:`allowed_transitions`: those that
 #: continue a chunk (need an open chunk of their type before them), those

@@ -266,17 +266,13 @@ class ChainTagger(BaseEstimator):
         """
         check_is_fitted(self)
         data = as_stacked(X, self.n_features_in_)
-        bounds = data.offsets.tolist()
         result = [None] * len(data)
-        classes = self.classes_
+        offsets = data.offsets
 
         def labels(codes, a, b):
             # each thread turns the codes of its own sentences into labels,
             # beside the other threads' decoding
-            block = classes[codes[bounds[a]:bounds[b]]]
-            base = bounds[a]
-            result[a:b] = [block[s - base:e - base]
-                           for s, e in zip(bounds[a:b], bounds[a + 1:b + 1])]
+            result[a:b] = data.split(self.classes_[codes[offsets[a]:offsets[b]]], a, b)
         self._decode(data, then=labels)
         return result
 
