@@ -1,6 +1,8 @@
-"""M3NSGDTagger: SGD with stochastic meta-descent on the M3N objective, and its SMO
-baseline (Yu & Lam, Accelerated Training of Maximum Margin Markov Models for
-Sequence Labeling, eqs. 4-5, 9-11, 15-18 and Figure 1)."""
+"""M3NSGDTagger: SGD with stochastic meta-descent on the M3N objective, its
+structured SMO baseline on the factored dual, and the working-set dual solver
+(Yu & Lam, Accelerated Training of Maximum Margin Markov Models for Sequence
+Labeling, eqs. 4-5, 9-11, 15-18 and Figure 1; Taskar, Guestrin & Koller,
+Max-Margin Markov Networks)."""
 import itertools
 import pickle
 
@@ -79,10 +81,12 @@ def test_both_solvers_approach_the_exact_optimum(seed):
     C = 0.8
     optimum, w_opt = primal_optimum(X, y, 2, C)
     assert full_dual_optimum(X, y, 2, C)[0] == pytest.approx(optimum, rel=1e-6)
-    smo = M3NSGDTagger(C=C, solver="smo", tol=1e-10, max_iter=300, random_state=0).fit(X, y)
-    assert smo.objective_curve_[-1] == pytest.approx(optimum, rel=1e-7)
-    np.testing.assert_allclose(weights_of(smo), w_opt, atol=1e-4)
-    assert smo.dual_objective_ == pytest.approx(optimum, rel=1e-7)
+    for solver in ["smo", "working_set"]:
+        smo = M3NSGDTagger(C=C, solver=solver, tol=1e-10, max_iter=300,
+                           random_state=0).fit(X, y)
+        assert smo.objective_curve_[-1] == pytest.approx(optimum, rel=1e-7), solver
+        np.testing.assert_allclose(weights_of(smo), w_opt, atol=1e-4)
+        assert smo.dual_objective_ == pytest.approx(optimum, rel=1e-7)
     for params in [dict(average=True), dict(learning_rate="optimal")]:
         sgd = M3NSGDTagger(C=C, max_iter=300, random_state=0, **params).fit(X, y)
         curve = sgd.objective_curve_
@@ -168,27 +172,195 @@ def test_smd_step_sizes_stay_positive_and_bounded(mu, eta0):
 
 # -- SGD against SMO ---------------------------------------------------------------------
 
-def test_sgd_and_smo_reach_the_same_objective_within_one_percent():
+@pytest.mark.parametrize("kernel, C, passes", [
+    (dict(), 0.3, 60), (dict(kernel="poly", degree=2, gamma=0.3, coef0=1.0), 0.1, 300)])
+def test_sgd_and_smo_reach_the_same_objective_within_one_percent(kernel, C, passes):
     X, y = random_problem(n=60, n_features=8, seed=4)
-    C = 0.3
-    smo = M3NSGDTagger(C=C, solver="smo", tol=1e-8, max_iter=60, random_state=0).fit(X, y)
-    assert smo.objective_curve_[-1] == pytest.approx(smo.dual_objective_, rel=1e-4)
+    smo = M3NSGDTagger(C=C, solver="smo", tol=1e-8, max_iter=passes, random_state=0,
+                       **kernel).fit(X, y)
+    assert smo.objective_curve_[-1] == pytest.approx(smo.dual_objective_, rel=1e-3)
     sgd = M3NSGDTagger(C=C, average=True, eta0=0.1, mu=0.01, max_iter=150,
-                       random_state=0).fit(X, y)
+                       random_state=0, **kernel).fit(X, y)
     assert sgd.objective_curve_[-1] == pytest.approx(smo.objective_curve_[-1], rel=0.01)
+    if not kernel:
+        ws = M3NSGDTagger(C=C, solver="working_set", tol=1e-8, max_iter=60,
+                          random_state=0).fit(X, y)
+        assert ws.objective_curve_[-1] == pytest.approx(smo.objective_curve_[-1], rel=1e-4)
+
+
+# -- structured SMO on the factored dual -------------------------------------------------
+
+def marginals_of(model, X, y):
+    """The node and edge marginals held by an SMO model, per sentence."""
+    beta, edge = model._coefs(), model._edge
+    C, out, r = float(model.C), [], 0
+    for x, gold in zip(X, y):
+        T = len(gold)
+        node = C * np.eye(len(model.classes_))[gold] - beta[r:r + T]
+        out.append((node, edge[r:r + T]))
+        r += T
+    return out
+
+
+def dense_factored_smo(X, y, n_labels, C, epochs, tol, max_steps):
+    """Structured SMO written densely over enumerated sequences, sentences in
+    order: g(y) = H(y) + w . F(y); y' = argmax g; y = argmin g over the paths
+    whose node and edge marginals are all positive; delta = gap / ||F(y) -
+    F(y')||^2 clipped at the smallest marginal the move decreases; marginals
+    and w updated.  Returns (w, dual objective after each pass)."""
+    L, duals = n_labels, []
+    D, costs, owner, paths = enumerate_constraints(X, y, L)
+    node = [C * np.eye(L)[g] for g in y]
+    edge = [np.zeros((len(g), L, L)) for g in y]
+    for e, g in zip(edge, y):
+        e[np.arange(1, len(g)), g[:-1], g[1:]] = C
+    w = np.zeros(D.shape[1])
+    for _ in range(epochs):
+        for i in range(len(X)):
+            rows = np.flatnonzero(owner == i)
+            for _ in range(max_steps):
+                g = costs[rows] - D[rows] @ w      # H(y) + w . F(y) - w . F(gold)
+                hi = rows[np.argmax(g)]
+                ok = [j for j in rows
+                      if all(node[i][t, paths[j][t]] > 1e-10 * C for t in range(len(y[i])))
+                      and all(edge[i][t, paths[j][t - 1], paths[j][t]] > 1e-10 * C
+                              for t in range(1, len(y[i])))]
+                lo = min(ok, key=lambda j: costs[j] - D[j] @ w)
+                gap = (costs[hi] - D[hi] @ w) - (costs[lo] - D[lo] @ w)
+                if not gap > tol:
+                    break
+                a, b = paths[lo], paths[hi]
+                bound = min([node[i][t, a[t]] for t in range(len(a)) if a[t] != b[t]]
+                            + [edge[i][t, a[t - 1], a[t]] for t in range(1, len(a))
+                               if (a[t - 1], a[t]) != (b[t - 1], b[t])])
+                diff = D[hi] - D[lo]                  # F(y) - F(y')
+                delta = min(gap / (diff @ diff), bound)
+                w += delta * diff
+                for t in range(len(a)):
+                    node[i][t, a[t]] -= delta
+                    node[i][t, b[t]] += delta
+                    if t:
+                        edge[i][t, a[t - 1], a[t]] -= delta
+                        edge[i][t, b[t - 1], b[t]] += delta
+        gain = sum(np.sum(m * (np.arange(L)[None] != g[:, None])) for m, g in zip(node, y))
+        duals.append(gain - 0.5 * w @ w)
+    return w, np.array(duals)
+
+
+@pytest.mark.parametrize("max_steps, tol", [(1, 1e-3), (2000, 1e-11)])
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_structured_smo_takes_the_steps_of_a_dense_implementation(max_steps, tol, seed):
+    """One step per visit: step for step.  Steps repeated until the example's
+    gap is below tol: the same weights after each visit.  (An exact step
+    leaves the pair it moved mass between at equal scores, so a second step
+    in the same visit meets ties that Viterbi and enumeration may break
+    differently; run to the example's optimum, the weights agree again.)"""
+    X, y = tiny_problem(seed, n=5, max_T=4)
+    rng = np.random.default_rng(2)
+    X = [x.multiply(rng.uniform(0.5, 1.5, x.shape)).tocsr() for x in X]
+    C = 0.7
+    w, duals = dense_factored_smo(X, y, 2, C, 3, tol, max_steps)
+    model = M3NSGDTagger(C=C, solver="smo", max_iter=3, shuffle=False, tol=tol,
+                         max_smo_iter=max_steps).fit(X, y)
+    np.testing.assert_allclose(weights_of(model), w, atol=1e-10)
+    np.testing.assert_allclose([h["dual_objective"] for h in model.history_], duals,
+                               rtol=1e-10)
+    assert np.all(np.diff(duals) >= -1e-12)
+
+
+@pytest.mark.parametrize("passes, max_steps", [(1, 2), (3, 2), (3, 1000)])
+def test_factored_dual_holds_feasible_marginals_that_give_the_weights(passes, max_steps):
+    """After any number of passes (not only at the optimum): the marginals are
+    non-negative and consistent (edge rows and columns sum to the node
+    marginals, each position to C); w = C F(gold) - sum marginals . features
+    is the published model; eq. 5 computed from them is dual_objective_, at
+    most J; and the dual never decreases from pass to pass."""
+    X, y = tiny_problem(5, n=6, max_T=4)
+    C = 0.9
+    model = M3NSGDTagger(C=C, solver="smo", max_iter=1, random_state=0, warm_start=True,
+                         max_smo_iter=max_steps)
+    duals = []
+    for _ in range(passes):
+        model.fit(X, y)
+        duals.append(model.dual_objective_)
+    assert np.all(np.diff(duals) >= -1e-12)
+    L = len(model.classes_)
+    w, gain = 0.0, 0.0
+    for x, gold, (node, edge) in zip(X, y, marginals_of(model, X, y)):
+        assert node.min() >= -1e-12 and edge.min() >= -1e-12
+        np.testing.assert_allclose(node.sum(axis=1), C, atol=1e-12)
+        np.testing.assert_allclose(edge[1:].sum(axis=2), node[:-1], atol=1e-12)
+        np.testing.assert_allclose(edge[1:].sum(axis=1), node[1:], atol=1e-12)
+        # w = sum_y alpha(y) dF(y), written through the marginals
+        xd = np.asarray(x.todense())
+        Fg = joint_feature(x, gold, L)
+        W = Fg[0] * C - xd.T @ node
+        trans = C * Fg[1][:L] - edge[1:].sum(axis=0)
+        start = C * Fg[1][L] - node[0]
+        end = C * Fg[1][L + 1] - node[-1]
+        w = w + np.concatenate([W.ravel(), trans.ravel(), start, end])
+        gain += np.sum(node * (np.arange(L)[None] != np.asarray(gold)[:, None]))
+    np.testing.assert_allclose(weights_of(model), w, atol=1e-10)
+    assert model.dual_objective_ == pytest.approx(gain - 0.5 * w @ w, rel=1e-10)
+    assert model.dual_objective_ <= model.objective(X, y) + 1e-10
+
+
+def test_smo_kernel_with_the_linear_product_is_the_explicit_model():
+    """kernel='poly' with degree 1, gamma 1, coef0 0 is <a, b>: with one step
+    per visit the kernel SMO takes the explicit model's steps; run to the
+    optimum, both reach the same (unique) weights."""
+    X, y = random_problem(n=40, seed=5)
+    rng = np.random.default_rng(0)
+    X = [x.multiply(rng.uniform(0.5, 1.5, x.shape)).tocsr() for x in X]
+    linear = dict(kernel="poly", degree=1, gamma=1.0, coef0=0.0)
+    common = dict(solver="smo", max_iter=6, random_state=0, C=0.5, max_smo_iter=1)
+    lin = M3NSGDTagger(**common).fit(X, y)
+    ker = M3NSGDTagger(**linear, **common).fit(X, y)
+    np.testing.assert_allclose(ker.objective_curve_, lin.objective_curve_, rtol=1e-9)
+    assert ker.dual_objective_ == pytest.approx(lin.dual_objective_, rel=1e-9)
+    assert [h["smo_steps"] for h in ker.history_] == [h["smo_steps"] for h in lin.history_]
+    common.update(max_iter=150, max_smo_iter=1000, tol=1e-9)
+    lin = M3NSGDTagger(**common).fit(X, y)
+    ker = M3NSGDTagger(**linear, **common).fit(X, y)
+    assert ker.objective_curve_[-1] == pytest.approx(lin.objective_curve_[-1], rel=1e-6)
+    assert lin.dual_objective_ == pytest.approx(lin.objective_curve_[-1], rel=1e-6)
+    W = np.asarray(ker.support_vectors_.T @ ker.dual_coef_)
+    np.testing.assert_allclose(W, lin.coef_.T, atol=1e-3)
+
+
+def test_smo_quadratic_kernel_reaches_the_optimum_of_its_explicit_feature_map():
+    X, y = tiny_problem(3, n=5, max_T=3)
+    common = dict(solver="smo", tol=1e-10, max_iter=200, random_state=0, C=0.6)
+    ker = M3NSGDTagger(kernel="poly", degree=2, gamma=0.5, coef0=1.5, **common).fit(X, y)
+    Phi = poly2_map(X, 0.5, 1.5)
+    optimum, _ = primal_optimum(Phi, y, 2, 0.6)
+    assert ker.objective_curve_[-1] == pytest.approx(optimum, rel=1e-7)
+    assert ker.dual_objective_ == pytest.approx(optimum, rel=1e-7)
+
+
+def test_smo_refuses_a_second_order_chain_and_working_set_a_kernel():
+    X, y = random_problem(n=10)
+    with pytest.raises(ValueError, match="first-order"):
+        M3NSGDTagger(solver="smo", order=2).fit(X, y)
+    with pytest.raises(ValueError, match="linear kernel only"):
+        M3NSGDTagger(solver="working_set", kernel="poly").fit(X, y)
+    long = sp.csr_matrix((10_001, X[0].shape[1]))
+    with pytest.raises(ValueError, match="longest sentence has 10001 tokens"):
+        M3NSGDTagger(solver="smo").fit(X + [long], y + [np.zeros(10_001, dtype=int)])
 
 
 # -- learning ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("params", [dict(), dict(learning_rate="optimal"),
-                                    dict(solver="smo"), dict(order=2)])
+                                    dict(solver="smo"), dict(solver="working_set"),
+                                    dict(solver="smo", kernel="poly"), dict(order=2)])
 def test_separable_problem_reaches_zero_training_error(params):
     X, y = separable_problem()
     model = M3NSGDTagger(C=10.0, max_iter=30, random_state=0, **params).fit(X, y)
     assert model.score(X, y) == 1.0
 
 
-@pytest.mark.parametrize("solver", ["sgd", "smo"])
+@pytest.mark.parametrize("solver", ["sgd", "smo", "working_set"])
 def test_warm_start_continues_exactly(solver):
     X, y = random_problem(n=30, seed=2)
     once = M3NSGDTagger(solver=solver, max_iter=5, random_state=0).fit(X, y)
@@ -198,12 +370,19 @@ def test_warm_start_continues_exactly(solver):
     np.testing.assert_allclose(twice.coef_, once.coef_, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(twice.objective_curve_, once.objective_curve_, rtol=1e-12)
     with pytest.raises(ValueError, match="solver"):
-        twice.set_params(solver={"sgd": "smo", "smo": "sgd"}[solver]).fit(X, y)
+        twice.set_params(solver={"sgd": "smo", "smo": "sgd", "working_set": "smo"}[solver]
+                         ).fit(X, y)
 
 
-def test_smo_refuses_another_training_set_or_C_when_continuing():
+@pytest.mark.parametrize("params", [dict(solver="smo"), dict(solver="working_set"),
+                                    dict(solver="smo", kernel="tanh", gamma=0.1)])
+def test_dual_solvers_refuse_another_training_set_or_C_when_continuing(params):
     X, y = random_problem(n=30, seed=2)
-    model = M3NSGDTagger(solver="smo", max_iter=1, warm_start=True).fit(X, y)
+    model = M3NSGDTagger(max_iter=1, warm_start=True, **params).fit(X, y)
+    before = model.objective_curve_.copy()
+    model = pickle.loads(pickle.dumps(model))
+    model.fit(X, y)
+    np.testing.assert_array_equal(model.objective_curve_[:1], before)
     with pytest.raises(ValueError, match="same training set"):
         model.fit(X[:-1], y[:-1])
     with pytest.raises(ValueError, match="C"):
@@ -217,7 +396,8 @@ def test_verbose_reports_objective_step_sizes_and_time(capsys):
     assert len(out) == 2 and all("objective" in line and "eta" in line and " s" in line
                                  for line in out)
     M3NSGDTagger(solver="smo", max_iter=1, verbose=1).fit(X, y)
-    assert "SMO steps" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "SMO steps" in out and "KKT gap" in out
 
 
 def test_same_random_state_same_model_and_sgd_close_to_pa():
@@ -339,7 +519,7 @@ def test_kernel_model_pickles_warm_starts_and_refuses_what_it_cannot_do():
     with pytest.raises(ValueError, match="same training set"):
         twice.set_params(degree=2).fit(X[:-1], y[:-1])
     with pytest.raises(ValueError, match="linear kernel only"):
-        M3NSGDTagger(kernel="tanh", solver="smo").fit(X, y)
+        M3NSGDTagger(kernel="tanh", solver="working_set").fit(X, y)
     # a kernel that overflows: a clear error, the model as it was
     before = once.dual_coef_.copy()
     with pytest.raises(ValueError, match="non-finite"):

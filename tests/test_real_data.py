@@ -87,10 +87,12 @@ def test_conll2000_subset_crf(conll2000_subset):
     np.testing.assert_allclose(np.concatenate(marginals).sum(axis=1), 1.0)
 
 
-@pytest.mark.parametrize("params", [dict(), dict(solver="smo", max_iter=4)],
-                         ids=["sgd", "smo"])
+@pytest.mark.parametrize("params", [dict(), dict(solver="smo", max_iter=4),
+                                    dict(solver="working_set", max_iter=4)],
+                         ids=["sgd", "smo", "working_set"])
 def test_conll2000_subset_m3n(conll2000_subset, params):
-    """M3NSGDTagger with its default SMD steps, and its SMO baseline: an F1
+    """M3NSGDTagger with its default SMD steps, its structured SMO baseline and
+    the working-set dual solver: an F1
     floor, and the objective J of eq. 4 falls pass by pass at the start."""
     from sklstruct import M3NSGDTagger
 

@@ -100,6 +100,12 @@ cdef void _fold_clock(Weights* w, double A) noexcept nogil:
         w.P_sum[i] -= A * w.P[i]
 
 
+cdef inline Py_ssize_t _visit(Corpus* X, Py_ssize_t s, Py_ssize_t* row0) noexcept nogil:
+    """Sentence s: its first row into row0, its length returned."""
+    row0[0] = X.offsets[s]
+    return X.offsets[s + 1] - row0[0]
+
+
 cdef double _hinge(Corpus* X, Py_ssize_t row0, Py_ssize_t T, const int* gold, Weights* w,
                    double a, Workspace ws) noexcept nogil:
     """l = max_y [H(y) + a s~(y)] - a s~(gold), the loss-augmented best into ws.y_hat."""
@@ -261,7 +267,7 @@ def sgd_epoch(ChainData data, const int[::1] y, const long long[::1] order,
     cdef Weights* v = aux.bind() if st.smd else NULL
     cdef Diff* D = &ws.diffs[0]
     cdef Corpus* X = &data.c
-    cdef Py_ssize_t i, s, T, row0, n_sent = order.shape[0]
+    cdef Py_ssize_t i, T, row0, n_sent = order.shape[0]
     cdef long long n_mistakes = 0, n_updates = 0
     cdef double ell, dW, dV, dd, alpha, beta, hinge = 0.0
     cdef const int* gold
@@ -269,9 +275,7 @@ def sgd_epoch(ChainData data, const int[::1] y, const long long[::1] order,
     none.beta = NULL
     with nogil:
         for i in range(n_sent):
-            s = order[i]
-            row0 = X.offsets[s]
-            T = X.offsets[s + 1] - row0
+            T = _visit(X, order[i], &row0)
             gold = &y[row0]
             ell = _hinge(X, row0, T, gold, w, st.a, ws)
             if not same_path(ws.y_hat, gold, T):
@@ -446,23 +450,29 @@ cdef void _scatter(Corpus* X, Py_ssize_t r, double* buf, double sign) noexcept n
         buf[X.indices[e]] += sign * X.data[e]
 
 
-cdef double _emission_sqnorm(Corpus* X, Kernel* k, Py_ssize_t row0, Py_ssize_t T,
-                             const int* gold, const int* path, double* buf) noexcept nogil:
-    """||sum_t k(x_t, .) (e_{gold_t} - e_{path_t})||^2 over the tokens that differ."""
+cdef double _emission_sqnorm(const int* a, const int* b, Py_ssize_t T, const double* G,
+                             Corpus* X, Kernel* k, Py_ssize_t row0,
+                             double* buf) noexcept nogil:
+    """||sum_t k(x_t, .) (e_{a_t} - e_{b_t})||^2 over the tokens where the label
+    sequences a and b differ: from the Gram matrix G of the sentence's tokens,
+    or, G NULL, with the kernel values of those tokens computed here (buf: a
+    zeroed scratch of n_features)."""
     cdef Py_ssize_t t, u
     cdef double s = 0.0, c
     for t in range(T):
-        if gold[t] == path[t]:
+        if a[t] == b[t]:
             continue
-        _scatter(X, row0 + t, buf, 1.0)
+        if G == NULL:
+            _scatter(X, row0 + t, buf, 1.0)
         for u in range(T):
-            if gold[u] == path[u]:
+            if a[u] == b[u]:
                 continue
-            c = ((gold[t] == gold[u]) - (gold[t] == path[u]) - (path[t] == gold[u])
-                 + (path[t] == path[u]))
+            c = (a[t] == a[u]) - (a[t] == b[u]) - (b[t] == a[u]) + (b[t] == b[u])
             if c != 0.0:
-                s += c * _kval(k, _row_dot(X, row0 + u, buf))
-        _scatter(X, row0 + t, buf, -1.0)
+                s += c * (G[t * T + u] if G != NULL
+                          else _kval(k, _row_dot(X, row0 + u, buf)))
+        if G == NULL:
+            _scatter(X, row0 + t, buf, -1.0)
     return s
 
 
@@ -623,7 +633,7 @@ def kernel_sgd_epoch(ChainData data, const int[::1] y, const long long[::1] orde
     cdef Diff* D = &ws.diffs[0]
     cdef Corpus* X = &data.c
     cdef Corpus* Z = &chain.c
-    cdef Py_ssize_t i, s, t, T, row0, r, n_sent = order.shape[0]
+    cdef Py_ssize_t i, t, T, row0, r, n_sent = order.shape[0]
     cdef long long n_mistakes = 0, n_updates = 0
     cdef double ell, best, s_gold, ham, dW, dV, dd, alpha, bstep, hinge = 0.0
     cdef int yt, yh
@@ -635,9 +645,7 @@ def kernel_sgd_epoch(ChainData data, const int[::1] y, const long long[::1] orde
     coefs.vco, coefs.vsum, coefs.n, coefs.L = vco, vsum, N * L, L
     with nogil:
         for i in range(n_sent):
-            s = order[i]
-            row0 = X.offsets[s]
-            T = X.offsets[s + 1] - row0
+            T = _visit(X, order[i], &row0)
             gold = &y[row0]
             _kernel_rows(ix, &k, X, row0, T, beta_, bsum, ws.E, vco, vsum, EV)
             s_gold = path_score(ws.E, T, L, w.P, w.order, gold)
@@ -662,7 +670,7 @@ def kernel_sgd_epoch(ChainData data, const int[::1] y, const long long[::1] orde
                         if gold[t] != ws.y_hat[t]:
                             dV += EV[t * L + gold[t]] - EV[t * L + ws.y_hat[t]]
                     dd = (diff_sqnorm(&ws.table, D)
-                          + _emission_sqnorm(X, &k, row0, T, gold, ws.y_hat, buf))
+                          + _emission_sqnorm(gold, ws.y_hat, T, NULL, X, &k, row0, buf))
                 n_updates += 1
             _step(&st, dW, dV, dd, &alpha, &bstep)
             if ell > 0.0:
@@ -722,3 +730,243 @@ def kernel_emissions(ChainData train, KernelState ks, coef, ChainData query, str
         with nogil:
             _kernel_rows(ix, &k, &query.c, 0, n, cp, cs, Ep, c2, c2sum, E2p)
     return (E, E2) if coef2 is not None else E
+
+
+# ---------------------------------------------------------------------------
+# Structured SMO on the factored dual (the paper's baseline, Taskar et al.)
+# ---------------------------------------------------------------------------
+#
+# The dual variables alpha_i(y) of eq. 5 (one per label sequence, summing to
+# C) are held by their marginals: node marginals m_i[t, l] and edge marginals
+# e_i[t, a, b] (labels a at t - 1 and b at t).  The dual depends on alpha
+# only through them, and on a chain every non-negative, consistent set of
+# marginals summing to C is that of some alpha >= 0 (for instance the
+# max-entropy one), whose support can hold every path through positive
+# marginals.  The node
+# marginals are held as the emission coefficients beta[r, l] = C [l = y_r] -
+# m[r, l] of each training token r (w = sum alpha dF = C F(gold) - sum alpha
+# F(y)), so that a kernel model's emission score of label l at a token x is
+# sum_r beta[r, l] k(x, x_r), and an explicit one's weights are W = X' beta.
+#
+# An SMO step on example i moves mass delta from the sequence y through
+# positive marginals of lowest loss-augmented score g(y) = H(y) + w . F(x_i, y) to
+# the sequence y' of highest g (the pair that violates the KKT conditions
+# most): the dual gains delta (g(y') - g(y)) - delta^2 / 2 ||F(y) - F(y')||^2,
+# maximised at delta = gap / ||F(y) - F(y')||^2, clipped so that no marginal
+# the move decreases falls below 0.
+# Only example i's coefficients change, so its emission scores are updated
+# through the Gram matrix of its own tokens, and the steps on it repeat until
+# its gap is at most tol (or max_steps).
+
+cdef double _support_argmin(const double* A, Py_ssize_t T, Py_ssize_t L, const double* P,
+                            const double* beta, const int* gold, double C,
+                            const double* edge, double thr, double* delta, int* back,
+                            int* path) noexcept nogil:
+    """min g(y) = sum_t A[t, y_t] + the chain scores of P over the paths whose
+    node marginals C [l = gold_t] - beta[t, l] and edge marginals edge[t, a, b]
+    all exceed thr; the path into ``path``.  Returns 1e300 if there is none."""
+    cdef double INF = 1e300, best, v, m
+    cdef Py_ssize_t t, a, b, LL = L * L
+    cdef int arg
+    for b in range(L):
+        m = C * (gold[0] == b) - beta[b]
+        delta[b] = A[b] + P[L * L + b] if m > thr else INF
+    for t in range(1, T):
+        for b in range(L):
+            best = INF
+            arg = -1
+            m = C * (gold[t] == b) - beta[t * L + b]
+            if m > thr:
+                for a in range(L):
+                    if delta[(t - 1) * L + a] < INF and edge[t * LL + a * L + b] > thr:
+                        v = delta[(t - 1) * L + a] + P[a * L + b]
+                        if v < best:
+                            best = v
+                            arg = a
+            delta[t * L + b] = best + A[t * L + b] if arg >= 0 else INF
+            back[t * L + b] = arg
+    best = INF
+    arg = -1
+    for b in range(L):
+        if delta[(T - 1) * L + b] < INF:
+            v = delta[(T - 1) * L + b] + P[(L + 1) * L + b]
+            if v < best:
+                best = v
+                arg = b
+    if arg < 0:
+        return INF
+    path[T - 1] = arg
+    for t in range(T - 1, 0, -1):
+        path[t - 1] = back[t * L + path[t]]
+    return best
+
+
+cdef double _step_bound(const int* ya, const int* yb, Py_ssize_t T, Py_ssize_t L,
+                        const double* beta, const int* gold, double C,
+                        const double* edge) noexcept nogil:
+    """The largest mass that can move from path ya to path yb: the smallest
+    marginal the move decreases (nodes where they differ, edges where their
+    label pairs differ).  Any non-negative, consistent marginals of a chain
+    are those of some alpha >= 0, so this is the exact bound."""
+    cdef double bound = 1e300, m
+    cdef Py_ssize_t t
+    for t in range(T):
+        if ya[t] != yb[t]:
+            m = C * (gold[t] == ya[t]) - beta[t * L + ya[t]]
+            if m < bound:
+                bound = m
+        if t and (ya[t - 1] != yb[t - 1] or ya[t] != yb[t]):
+            m = edge[t * L * L + ya[t - 1] * L + ya[t]]
+            if m < bound:
+                bound = m
+    return bound
+
+
+cdef void _token_gram(Corpus* X, Kernel* k, Py_ssize_t row0, Py_ssize_t T, double* buf,
+                      double* G) noexcept nogil:
+    """G[t, u] = k(x_t, x_u) over one sentence's tokens (T x T)."""
+    cdef Py_ssize_t t, u
+    for t in range(T):
+        _scatter(X, row0 + t, buf, 1.0)
+        for u in range(t, T):
+            G[t * T + u] = _kval(k, _row_dot(X, row0 + u, buf))
+            G[u * T + t] = G[t * T + u]
+        _scatter(X, row0 + t, buf, -1.0)
+
+
+def factored_smo_epoch(ChainData data, const int[::1] y, const long long[::1] order,
+                       double[:, ::1] beta, double[:, :, ::1] edge, KernelState ks,
+                       ChainWeights weights, ChainData chain, double C, double tol,
+                       long long max_steps, str kernel, double gamma, double coef0,
+                       int degree):
+    """One pass of structured SMO over the examples in ``order`` (callers
+    validate all arguments; first-order chains only).
+
+    Parameters
+    ----------
+    data : ChainData, the training set
+    y : int32 gold codes, one per row
+    order : int64 sentence indices, in visiting order
+    beta : (n_rows, L) emission coefficients C [l = y_r] - m[r, l], updated in place
+    edge : (n_rows, L, L) edge marginals (row r: labels at r - 1 and r; the
+        first row of each sentence unused), updated in place
+    ks : KernelState whose ``beta`` is ``beta`` (a kernel model), or None (an
+        explicit model: ``weights.W`` = X' beta is updated)
+    weights : ChainWeights: W (explicit model) and the chain parameters P
+    chain : ``data`` without its features (the chain part of dF)
+    C : the dual variables' sum per example
+    tol : an example's steps stop when its KKT gap g(y') - g(y) is at most tol
+    max_steps : cap on the steps per example and visit
+    kernel, gamma, coef0, degree : "linear", or a kernel of KERNELS
+
+    Returns
+    -------
+    n_mistakes : sentences whose loss-augmented best was not gold (first step)
+    n_steps : SMO steps taken
+    max_gap : the largest KKT gap met (first step of each visit)
+    """
+    cdef Weights* w = weights.bind()
+    cdef Kernel k
+    cdef Index* ix = NULL
+    if kernel == "linear":
+        k.kind, k.gamma, k.coef0, k.degree, k.k0 = KERNEL_POLY, 1.0, 0.0, 1, 0.0
+    else:
+        k = _kernel(kernel, gamma, coef0, degree)
+        if ks is None:
+            raise ValueError("a kernel model needs its KernelState")
+        ix = ks.bind(data)
+    cdef Py_ssize_t L = weights.n_labels, N = data.c.offsets[data.c.n_sentences]
+    if (beta.shape[0] != N or beta.shape[1] != L or edge.shape[0] != N
+            or edge.shape[1] != L or edge.shape[2] != L or y.shape[0] != N):
+        raise ValueError("beta, edge and y must match the training set")
+    if weights.order != 1:
+        raise ValueError("structured SMO is implemented for first-order chains")
+    cdef Py_ssize_t max_T = max(data.max_T, 1)
+    cdef Workspace ws = Workspace(data, L, 1, 1, 1)
+    scratch = np.zeros(max_T * L * 2 + max_T * max_T + data.n_features)
+    cdef double* A = _vec(scratch)
+    cdef double* delta2 = A + max_T * L
+    cdef double* G = delta2 + max_T * L
+    cdef double* buf = G + max_T * max_T
+    ints = np.zeros(max_T * (L + 1), dtype=np.int32)
+    cdef int[::1] ints_v = ints
+    cdef int* back2 = &ints_v[0]
+    cdef int* ysup = back2 + max_T * L
+    cdef double* bp = &beta[0, 0] if N and L else NULL
+    cdef double* ep = &edge[0, 0, 0] if N and L else NULL
+    cdef double* bsum = _vec(ks.bsum) if ix != NULL else NULL
+    cdef Diff* D = &ws.diffs[0]
+    cdef Corpus* X = &data.c
+    cdef Corpus* Z = &chain.c
+    cdef Py_ssize_t i, t, u, T, row0, r, step, n_sent = order.shape[0]
+    cdef long long n_mistakes = 0, n_steps = 0, e
+    cdef double g_hi, g_lo, gap, sq, d, a_y, f, max_gap = 0.0
+    cdef double thr = 1e-10 * C
+    cdef const int* gold
+    cdef const int* yh
+    cdef int ya, yb
+    with nogil:
+        for i in range(n_sent):
+            T = _visit(X, order[i], &row0)
+            gold = &y[row0]
+            if ix != NULL:
+                _kernel_rows(ix, &k, X, row0, T, bp, bsum, ws.E, NULL, NULL, NULL)
+            else:
+                compute_emission(X.indptr, X.indices, X.data, row0, T, w.W, L, ws.E)
+            _token_gram(X, &k, row0, T, buf, G)
+            for step in range(max_steps):
+                for u in range(T * L):
+                    A[u] = ws.E[u]
+                add_hamming(A, T, L, gold, 1.0)
+                g_hi = decode_best(A, T, L, w.P, 1, ws.kb.delta, ws.kb.back, ws.y_hat)
+                g_lo = _support_argmin(A, T, L, w.P, bp + row0 * L, gold, C,
+                                       ep + row0 * L * L, thr, delta2, back2, ysup)
+                gap = g_hi - g_lo
+                yh = ws.y_hat
+                if step == 0:
+                    if not same_path(yh, gold, T):
+                        n_mistakes += 1
+                    if g_lo < 1e300 and gap > max_gap:
+                        max_gap = gap
+                if g_lo >= 1e300 or not gap > tol:
+                    break
+                # ||F(ysup) - F(y')||^2: emissions through G, the chain part exactly
+                build_diff(Z, row0, T, ysup, yh, w, D)
+                sq = (_emission_sqnorm(ysup, yh, T, G, X, &k, row0, buf)
+                      + diff_sqnorm(&ws.table, D))
+                a_y = _step_bound(ysup, yh, T, L, bp + row0 * L, gold, C, ep + row0 * L * L)
+                d = gap / sq if sq > 1e-12 * gap else a_y
+                if d > a_y:
+                    d = a_y
+                if not d > 0.0:
+                    break
+                n_steps += 1
+                # move d from ysup to y': beta, W or the support, E, the edges, P
+                for t in range(T):
+                    ya = ysup[t]
+                    yb = yh[t]
+                    if ya == yb:
+                        continue
+                    r = row0 + t
+                    bp[r * L + ya] += d
+                    bp[r * L + yb] -= d
+                    if ix != NULL:
+                        _promote(ix, X, r)
+                        bsum[ya] += d
+                        bsum[yb] -= d
+                    else:
+                        for e in range(X.indptr[r], X.indptr[r + 1]):
+                            f = d * X.data[e]
+                            w.W[X.indices[e] * L + ya] += f
+                            w.W[X.indices[e] * L + yb] -= f
+                    for u in range(T):
+                        ws.E[u * L + ya] += d * G[u * T + t]
+                        ws.E[u * L + yb] -= d * G[u * T + t]
+                for t in range(1, T):
+                    if ysup[t - 1] == yh[t - 1] and ysup[t] == yh[t]:
+                        continue
+                    r = row0 + t
+                    ep[r * L * L + ysup[t - 1] * L + ysup[t]] -= d
+                    ep[r * L * L + yh[t - 1] * L + yh[t]] += d
+                apply_diff(D, w, d)
+    return n_mistakes, n_steps, max_gap

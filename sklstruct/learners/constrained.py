@@ -52,10 +52,10 @@ class ConstrainedTagger(ChainTagger):
     ``fit`` learns the restrictions from the training data and trains a
     clone of ``estimator``.  With a tag dictionary, the learners whose
     training decodes through the shared k-best candidates (perceptron, PA,
-    RPA, MIRA, SWVP, SWVM, SDM, LaRank, and M3N with ``solver="smo"``)
+    RPA, MIRA, SWVP, SWVM, SDM, LaRank, and M3N with ``solver="working_set"``)
     search only the allowed labels in training too, so that the model
     learns for the search it will make and training is faster at many
-    labels (the gold labels are always allowed); the CRF, SGD-trained M3N,
+    labels (the gold labels are always allowed); the CRF, M3N trained by SGD or structured SMO,
     boosting and the shards of :class:`ParameterMixingTagger` train on all
     labels.  Transition constraints apply to
     prediction only.  Prediction searches only the label sequences the
