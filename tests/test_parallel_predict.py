@@ -118,3 +118,25 @@ def test_blocks_run_inline_inside_a_pool_thread_and_errors_wait(corpus):
     with pytest.raises(RuntimeError, match="first block"):
         model._run(block, [(0, 1), (1, 2)])
     assert done == [1]
+
+
+@pytest.mark.parametrize("n_jobs, n_sentences", [(2, 0), (2, 1), (2, 300), (2, 2000),
+                                                 (-1, 2000), (1, 2000)])
+def test_prediction_ranges_cover_the_sentences_and_share_the_tokens(n_jobs, n_sentences):
+    """The threads' ranges partition the sentences, one per block of 256 at
+    most, and each range's tokens are within one sentence of an equal share."""
+    from sklstruct import PassiveAggressiveTagger
+    rng = np.random.default_rng(n_sentences)
+    lengths = rng.integers(1, 60, n_sentences)
+    lengths[: n_sentences // 10] = 200                  # long ones first: uneven halves
+    offsets = np.r_[0, np.cumsum(lengths)]
+    ranges = PassiveAggressiveTagger(n_jobs=n_jobs)._prediction_blocks(offsets)
+    if n_sentences == 0:
+        assert ranges == []
+        return
+    assert [a for a, _ in ranges] == [0] + [b for _, b in ranges[:-1]]
+    assert ranges[-1][1] == n_sentences and all(a < b for a, b in ranges)
+    assert len(ranges) <= -(-n_sentences // 256)
+    share = offsets[-1] / len(ranges)
+    for a, b in ranges:
+        assert abs(offsets[b] - offsets[a] - share) <= lengths.max()

@@ -286,9 +286,19 @@ class ChainTagger(BaseEstimator):
         return [(int(a), int(min(b, n_sentences))) for a, b in zip(cuts[:-1], cuts[1:])
                 if a < min(b, n_sentences)]
 
-    def _prediction_blocks(self, n_sentences):
-        """The ranges of :meth:`_blocks` that prediction runs over."""
-        return self._blocks(_PREDICT_BLOCK, n_sentences)
+    def _prediction_blocks(self, offsets):
+        """(start, stop) sentence ranges for prediction's threads, of the
+        sentences whose rows start at ``offsets`` (n_sentences + 1): as many as
+        :meth:`_blocks` gives (at most one per block of ``_PREDICT_BLOCK``
+        sentences), cut where the tokens are shared equally, since decoding
+        time grows with tokens (results do not depend on the cuts)."""
+        n = len(offsets) - 1
+        k = len(self._blocks(_PREDICT_BLOCK, n))
+        if k <= 1:
+            return [(0, n)] if n else []
+        cuts = np.searchsorted(offsets, offsets[-1] * np.arange(1, k) / k)
+        bounds = np.unique(np.r_[0, np.clip(cuts, 0, n), n])
+        return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
     def _run(self, fn, ranges):
         """fn(start, stop) for each range, in threads when there are several
@@ -324,7 +334,7 @@ class ChainTagger(BaseEstimator):
             decode_corpus(indptr, indices, values, offsets[a:b + 1], W, P, order, out, allowed)
             if then is not None:
                 then(out, a, b)
-        self._run(block, self._prediction_blocks(len(offsets) - 1))
+        self._run(block, self._prediction_blocks(offsets))
         return out
 
     def _decode_emissions(self, E, P, offsets, then=None):
@@ -377,7 +387,7 @@ class ChainTagger(BaseEstimator):
                 paths, scores = kbest_decode(E[a:b], P, k_s)
                 result.append((np.asarray(paths, dtype=np.int32), scores))
             return result
-        return [r for part in self._run(block, self._prediction_blocks(len(offsets) - 1))
+        return [r for part in self._run(block, self._prediction_blocks(offsets))
                 for r in part]
 
     # -- confidence ------------------------------------------------------------------

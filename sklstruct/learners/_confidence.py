@@ -85,7 +85,7 @@ def tempered_marginals(tagger, E, P, offsets, temperature):
     out = np.empty(E.shape)
     log_z = np.zeros(len(offsets) - 1)
     tagger._run(lambda a, b: corpus_marginals(E, P, offsets[a:b + 1], out, log_z[a:b]),
-                tagger._prediction_blocks(len(offsets) - 1))
+                tagger._prediction_blocks(offsets))
     return out, log_z
 
 

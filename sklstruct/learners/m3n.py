@@ -502,7 +502,7 @@ class M3NSGDTagger(ChainLearner):
         sv_data, ks = self._support_index()
         c, offsets = data.chain_data(), data.offsets
         E = np.empty((offsets[-1], len(self.classes_)))
-        ranges = self._prediction_blocks(len(data))
+        ranges = self._prediction_blocks(offsets)
 
         def block(a, b):
             # each thread its own scratch (the index arrays are shared, read only)
