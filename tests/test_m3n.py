@@ -338,6 +338,47 @@ def test_smo_quadratic_kernel_reaches_the_optimum_of_its_explicit_feature_map():
     assert ker.dual_objective_ == pytest.approx(optimum, rel=1e-7)
 
 
+@pytest.mark.parametrize("C", [1e6, 1e13, 1e20])
+def test_smo_steps_stay_exact_when_the_exact_step_is_huge(C):
+    """Tiny features and a huge C make gap / ||dF||^2 far larger than 1e12:
+    the step is still the exact one, clipped at the bound, and the dual
+    rises to J (a found review case: the dual fell to -1e24 at C = 1e20)."""
+    X = [sp.csr_matrix([[2e-8, 1e-8], [2e-8, 2e-8], [1e-8, 2e-8], [2e-8, 2e-8],
+                        [1e-8, 2e-8]])]
+    y = [np.array([0, 2, 1, 2, 2])]
+    model = M3NSGDTagger(C=C, solver="smo", max_iter=1, shuffle=False, tol=0.0,
+                         max_smo_iter=20, warm_start=True)
+    duals = []
+    for _ in range(3):
+        duals.append(model.fit(X, y).dual_objective_)
+    assert duals[0] >= 0.0 and np.all(np.diff(duals) >= -1e-9 * abs(duals[-1]))
+    assert duals[-1] <= model.objective_curve_[-1] * (1 + 1e-9)
+
+
+def test_smo_state_is_dropped_unless_training_continues():
+    X, y = random_problem(n=20, seed=3)
+    model = M3NSGDTagger(solver="smo", max_iter=2, random_state=0).fit(X, y)
+    assert model.kkt_gap_ >= 0 and hasattr(model, "_edge")
+    for copy in (pickle.loads(pickle.dumps(model)), model.astype(np.float32)):
+        assert not any(hasattr(copy, name) for name in ("_edge", "_beta", "_C",
+                                                        "_train_labels"))
+        np.testing.assert_array_equal(np.concatenate(copy.predict(X)),
+                                      np.concatenate(model.predict(X)))
+    resumable = M3NSGDTagger(solver="smo", max_iter=1, warm_start=True).fit(X, y)
+    assert hasattr(pickle.loads(pickle.dumps(resumable)), "_edge")
+    model.set_params(solver="sgd").fit(X, y)
+    assert not any(hasattr(model, name) for name in ("kkt_gap_", "dual_objective_", "_edge"))
+    with pytest.raises(ValueError, match="average=True"):
+        M3NSGDTagger(solver="smo", average=True).fit(X, y)
+    with pytest.raises(ValueError, match="max_smo_iter"):
+        M3NSGDTagger(solver="smo", max_smo_iter=2 ** 70).fit(X, y)
+    before = model.coef_.copy()
+    with pytest.raises(ValueError, match="non-finite"):
+        M3NSGDTagger(solver="smo", kernel="poly", degree=10, gamma=1e5).fit(
+            [x * 1e40 for x in X], y)
+    np.testing.assert_array_equal(model.coef_, before)
+
+
 def test_smo_refuses_a_second_order_chain_and_working_set_a_kernel():
     X, y = random_problem(n=10)
     with pytest.raises(ValueError, match="first-order"):

@@ -245,7 +245,7 @@ class ChainTagger(BaseEstimator):
         for name in getattr(self, "_TRAINING_STATE", ()):
             new.__dict__.pop(name, None)
         new._resumable = False
-        for name, value in self.__dict__.items():
+        for name, value in list(new.__dict__.items()):
             if isinstance(value, (np.ndarray, list, dict)):
                 new.__dict__[name] = copy.deepcopy(value)
         # Fortran order as fit leaves it: coef_.T is the C-contiguous W decoding reads
@@ -553,7 +553,7 @@ class ChainLearner(ChainTagger):
     #: will continue (``warm_start=True``, or trained by ``partial_fit``).
     _TRAINING_STATE = ("_weights", "_rng", "_dual", "_dual_cost", "_train_labels",
                        "_train_lengths", "_sgd", "_aux", "_support", "_support_vectors",
-                       "_solver")
+                       "_solver", "_beta", "_edge", "_C")
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -648,6 +648,8 @@ class ChainLearner(ChainTagger):
         saved = dict(self.__dict__)
         try:
             if not continuing:
+                for name in self._TRAINING_STATE:      # of an earlier fit
+                    self.__dict__.pop(name, None)
                 weights = ChainWeights(self._weight_features(data), len(classes),
                                        bool(self.average), int(self.order))
                 state = {"_weights": weights, "_rng": check_random_state(self.random_state),

@@ -32,7 +32,7 @@ sum_t w_t = A W~ - U, U += A dW~ at each step.
 """
 import numpy as np
 
-from libc.math cimport tanh
+from libc.math cimport INFINITY, tanh
 
 from sklstruct._chain cimport (ChainData, ChainWeights, Corpus, Diff, Weights, Workspace,
                                apply_diff, build_diff, diff_margin, diff_sqnorm, same_path)
@@ -864,6 +864,7 @@ def factored_smo_epoch(ChainData data, const int[::1] y, const long long[::1] or
     n_mistakes : sentences whose loss-augmented best was not gold (first step)
     n_steps : SMO steps taken
     max_gap : the largest KKT gap met (first step of each visit)
+    n_overflow : visits stopped because a kernel value or a bound was not finite
     """
     cdef Weights* w = weights.bind()
     cdef Kernel k
@@ -899,7 +900,7 @@ def factored_smo_epoch(ChainData data, const int[::1] y, const long long[::1] or
     cdef Corpus* X = &data.c
     cdef Corpus* Z = &chain.c
     cdef Py_ssize_t i, t, u, T, row0, r, step, n_sent = order.shape[0]
-    cdef long long n_mistakes = 0, n_steps = 0, e
+    cdef long long n_mistakes = 0, n_steps = 0, n_overflow = 0, e
     cdef double g_hi, g_lo, gap, sq, d, a_y, f, max_gap = 0.0
     cdef double thr = 1e-10 * C
     cdef const int* gold
@@ -913,7 +914,6 @@ def factored_smo_epoch(ChainData data, const int[::1] y, const long long[::1] or
                 _kernel_rows(ix, &k, X, row0, T, bp, bsum, ws.E, NULL, NULL, NULL)
             else:
                 compute_emission(X.indptr, X.indices, X.data, row0, T, w.W, L, ws.E)
-            _token_gram(X, &k, row0, T, buf, G)
             for step in range(max_steps):
                 for u in range(T * L):
                     A[u] = ws.E[u]
@@ -930,14 +930,20 @@ def factored_smo_epoch(ChainData data, const int[::1] y, const long long[::1] or
                         max_gap = gap
                 if g_lo >= 1e300 or not gap > tol:
                     break
+                if step == 0:
+                    # the Gram matrix of the sentence's tokens, only when it takes a step
+                    _token_gram(X, &k, row0, T, buf, G)
                 # ||F(ysup) - F(y')||^2: emissions through G, the chain part exactly
                 build_diff(Z, row0, T, ysup, yh, w, D)
                 sq = (_emission_sqnorm(ysup, yh, T, G, X, &k, row0, buf)
                       + diff_sqnorm(&ws.table, D))
                 a_y = _step_bound(ysup, yh, T, L, bp + row0 * L, gold, C, ep + row0 * L * L)
-                d = gap / sq if sq > 1e-12 * gap else a_y
-                if d > a_y:
-                    d = a_y
+                if not (sq < INFINITY and a_y < INFINITY):
+                    n_overflow += 1          # kernel values overflowed: Python raises
+                    break
+                # the exact step gap / sq, clipped at a_y (sq <= 0: an indefinite
+                # kernel such as tanh, the dual rises all the way to the bound)
+                d = a_y if (sq <= 0.0 or gap >= a_y * sq) else gap / sq
                 if not d > 0.0:
                     break
                 n_steps += 1
@@ -969,4 +975,4 @@ def factored_smo_epoch(ChainData data, const int[::1] y, const long long[::1] or
                     ep[r * L * L + ysup[t - 1] * L + ysup[t]] -= d
                     ep[r * L * L + yh[t - 1] * L + yh[t]] += d
                 apply_diff(D, w, d)
-    return n_mistakes, n_steps, max_gap
+    return n_mistakes, n_steps, max_gap, n_overflow

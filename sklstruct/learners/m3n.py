@@ -119,9 +119,11 @@ class M3NSGDTagger(ChainLearner):
         1000 for ``solver="working_set"``.
     average : bool, default=False
         Predict with the average of the iterates (Polyak-Ruppert averaging;
-        kept lazily, at no cost per step beyond the update itself);
-        ``solver="sgd"`` only (the dual solvers predict with the weights of
-        their dual variables).
+        kept lazily, at no cost per step beyond the update itself), with
+        ``solver="sgd"``; the working-set dual averages its weights over the
+        examples visited, as :class:`~sklstruct.SDMTagger` does;
+        ``solver="smo"`` refuses it (it predicts with the weights of its dual
+        variables).
     shuffle : bool, default=True
         Visit the sentences in a new random order each pass.
     random_state : int, RandomState instance or None, default=None
@@ -209,7 +211,7 @@ class M3NSGDTagger(ChainLearner):
         "gamma": [Interval(Real, 0, 1e6, closed="neither")],
         "coef0": [Interval(Real, -1e6, 1e6, closed="both")],
         "tol": [Interval(Real, 0, None, closed="left")],
-        "max_smo_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "max_smo_iter": [Interval(Integral, 1, 10**9, closed="both"), None],
     }
     _parameter_constraints.pop("k")
 
@@ -253,6 +255,12 @@ class M3NSGDTagger(ChainLearner):
         if self.solver == "working_set" and self.kernel != "linear":
             raise ValueError(f"kernel={self.kernel!r}: solver='working_set' is implemented for "
                              "the linear kernel only; use solver='smo' or 'sgd'")
+        for name in ("kkt_gap_", "dual_objective_", "eta_"):
+            self.__dict__.pop(name, None)       # of an earlier fit with another solver
+        if self.solver == "smo" and self.average:
+            raise ValueError("average=True: solver='smo' predicts with the weights of its "
+                             "dual variables; averaging applies to solver='sgd' and "
+                             "'working_set'")
         if self.solver == "smo" and self.order != 1:
             raise ValueError("order=2: solver='smo' (structured SMO on the factored dual) is "
                              "implemented for first-order chains; use solver='working_set' "
@@ -294,6 +302,10 @@ class M3NSGDTagger(ChainLearner):
         if self.solver == "working_set":
             check_same_dual(self, data, codes)
         elif self.solver == "smo":
+            if not hasattr(self, "_edge"):
+                raise ValueError("this model was trained by solver='smo' of an earlier "
+                                 "version (the working-set dual, now solver='working_set'); "
+                                 "refit to continue training")
             check_same_training_set(self, data, codes)
             if self._C != float(self.C):
                 raise ValueError(f"C: cannot change C from {self._C} to {self.C} when "
@@ -308,10 +320,13 @@ class M3NSGDTagger(ChainLearner):
     def _epoch(self, data, codes, order, rng):
         if self.solver == "smo":
             kernel = self._kernel[0] != "linear"
-            mistakes, steps, gap = factored_smo_epoch(
+            mistakes, steps, gap, overflow = factored_smo_epoch(
                 data, codes, order, self._coefs(), self._edge,
                 self._support if kernel else None, self._weights, _featureless(data),
                 self._C, float(self.tol), self._smo_cap(3), *self._kernel)
+            if overflow:
+                raise ValueError("training produced non-finite kernel values; scale the "
+                                 "features down, lower gamma or degree")
             self.kkt_gap_ = gap
             record = {"mistakes": mistakes, "smo_steps": steps, "kkt_gap": gap}
             if kernel:
