@@ -323,7 +323,6 @@ def test_verbose_reports_objective_support_vectors_and_time(capsys):
 # -- scikit-learn citizenship ------------------------------------------------------------
 
 def test_grid_search_clone_and_pickle_over_a_pipeline():
-    import joblib
     from sklearn.base import clone
     from sklearn.model_selection import GridSearchCV
     from sklearn.pipeline import make_pipeline

@@ -4,7 +4,6 @@ from collections.abc import Sequence
 import random
 
 import numpy as np
-from sklearn.base import clone
 import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings

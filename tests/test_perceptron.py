@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklstruct.chain import emission_scores, joint_feature, kbest_decode, pack_chain
+from sklstruct.chain import emission_scores, joint_feature, kbest_decode
 from sklstruct import StructuredPerceptronTagger
 
 

@@ -29,7 +29,7 @@ from collections import Counter
 import numpy as np
 import scipy.sparse as sp
 
-from .._cky import LOSS_F1, LOSS_FP, LOSS_NONE, LOSS_ZERO_ONE, cky
+from .._cky import LOSS_F1, LOSS_FP, LOSS_ZERO_ONE, cky
 
 #: Loss names and the kernel's counting scheme for each of them.
 LOSSES = ("f1", "f1_binarized", "fp", "zero_one")
