@@ -101,12 +101,14 @@ def check_same_training_set(estimator, data, codes, what="the dual optimisation"
                          "differ from the previous fit")
 
 
-def check_same_dual(estimator, data, codes):
-    """Raise unless warm-started dual optimisation can continue on (data, codes)."""
-    st = estimator._dual
+def check_same_dual(estimator, data, codes, fitted_C=None):
+    """Raise unless warm-started dual optimisation can continue on (data, codes):
+    the same training set, and the same C as the dual variables sum to
+    (``fitted_C``; by default that of ``estimator._dual``)."""
+    fitted_C = estimator._dual.C if fitted_C is None else fitted_C
     check_same_training_set(estimator, data, codes)
-    if st.C != float(estimator.C):
-        raise ValueError(f"C: cannot change C from {st.C} to {estimator.C} when "
+    if fitted_C != float(estimator.C):
+        raise ValueError(f"C: cannot change C from {fitted_C} to {estimator.C} when "
                          "continuing training (the dual variables sum to C); refit")
 
 
@@ -288,12 +290,12 @@ class ChainTagger(BaseEstimator):
 
     def _prediction_blocks(self, offsets):
         """(start, stop) sentence ranges for prediction's threads, of the
-        sentences whose rows start at ``offsets`` (n_sentences + 1): as many as
-        :meth:`_blocks` gives (at most one per block of ``_PREDICT_BLOCK``
-        sentences), cut where the tokens are shared equally, since decoding
+        sentences whose rows start at ``offsets`` (n_sentences + 1): one per
+        thread of ``n_jobs``, at most one per ``_PREDICT_BLOCK`` sentences, cut
+        where the tokens are shared equally, since decoding
         time grows with tokens (results do not depend on the cuts)."""
         n = len(offsets) - 1
-        k = len(self._blocks(_PREDICT_BLOCK, n))
+        k = n_threads(getattr(self, "n_jobs", None), -(-n // _PREDICT_BLOCK))
         if k <= 1:
             return [(0, n)] if n else []
         cuts = np.searchsorted(offsets, offsets[-1] * np.arange(1, k) / k)

@@ -758,14 +758,18 @@ def kernel_emissions(ChainData train, KernelState ks, coef, ChainData query, str
 # through the Gram matrix of its own tokens, and the steps on it repeat until
 # its gap is at most tol (or max_steps).
 
+#: What _support_argmin returns when no path runs through positive marginals.
+cdef double _NO_PATH = 1e300
+
+
 cdef double _support_argmin(const double* A, Py_ssize_t T, Py_ssize_t L, const double* P,
                             const double* beta, const int* gold, double C,
                             const double* edge, double thr, double* delta, int* back,
                             int* path) noexcept nogil:
     """min g(y) = sum_t A[t, y_t] + the chain scores of P over the paths whose
     node marginals C [l = gold_t] - beta[t, l] and edge marginals edge[t, a, b]
-    all exceed thr; the path into ``path``.  Returns 1e300 if there is none."""
-    cdef double INF = 1e300, best, v, m
+    all exceed thr; the path into ``path``.  Returns _NO_PATH if there is none."""
+    cdef double INF = _NO_PATH, best, v, m
     cdef Py_ssize_t t, a, b, LL = L * L
     cdef int arg
     for b in range(L):
@@ -870,7 +874,7 @@ def factored_smo_epoch(ChainData data, const int[::1] y, const long long[::1] or
     cdef Kernel k
     cdef Index* ix = NULL
     if kernel == "linear":
-        k.kind, k.gamma, k.coef0, k.degree, k.k0 = KERNEL_POLY, 1.0, 0.0, 1, 0.0
+        k = _kernel("poly", 1.0, 0.0, 1)        # <a, b>, for the token Gram matrix
     else:
         k = _kernel(kernel, gamma, coef0, degree)
         if ks is None:
@@ -926,9 +930,9 @@ def factored_smo_epoch(ChainData data, const int[::1] y, const long long[::1] or
                 if step == 0:
                     if not same_path(yh, gold, T):
                         n_mistakes += 1
-                    if g_lo < 1e300 and gap > max_gap:
+                    if g_lo < _NO_PATH and gap > max_gap:
                         max_gap = gap
-                if g_lo >= 1e300 or not gap > tol:
+                if g_lo >= _NO_PATH or not gap > tol:
                     break
                 if step == 0:
                     # the Gram matrix of the sentence's tokens, only when it takes a step

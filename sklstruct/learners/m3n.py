@@ -306,10 +306,7 @@ class M3NSGDTagger(ChainLearner):
                 raise ValueError("this model was trained by solver='smo' of an earlier "
                                  "version (the working-set dual, now solver='working_set'); "
                                  "refit to continue training")
-            check_same_training_set(self, data, codes)
-            if self._C != float(self.C):
-                raise ValueError(f"C: cannot change C from {self._C} to {self.C} when "
-                                 "continuing training (the dual variables sum to C); refit")
+            check_same_dual(self, data, codes, self._C)
         elif self.kernel != "linear":
             check_same_training_set(self, data, codes, "a kernel model's training")
             if self._smd != (self.learning_rate == "smd"):
@@ -399,10 +396,6 @@ class M3NSGDTagger(ChainLearner):
         tic = time.perf_counter()
         sq, hinge = self._objective_parts(data, codes)
         objective = 0.5 * sq + float(self.C) * hinge
-        if self._solver == "smo":
-            # eq. 5: sum_i sum_y alpha_i(y) H(y) = sum_r (C - m[r, y_r]) = sum_r beta[r, y_r]
-            self.dual_objective_ = float(np.take_along_axis(
-                self._coefs(), codes[:, None].astype(np.intp), axis=1).sum()) - 0.5 * sq
         if not np.isfinite(objective):
             raise ValueError("training produced non-finite weights or scores (objective "
                              f"{objective}); scale the features down, lower gamma or degree, "
@@ -410,7 +403,9 @@ class M3NSGDTagger(ChainLearner):
         self.objective_curve_ = np.append(self.objective_curve_, objective)
         record = {"objective": objective, "objective_seconds": time.perf_counter() - tic}
         if self._solver == "smo":
-            record["dual_objective"] = self.dual_objective_
+            # eq. 5: sum_i sum_y alpha_i(y) H(y) = sum_r (C - m[r, y_r]) = sum_r beta[r, y_r]
+            self.dual_objective_ = record["dual_objective"] = float(
+                self._coefs()[np.arange(len(codes)), codes].sum()) - 0.5 * sq
         return record
 
     def _describe(self, r):
