@@ -274,7 +274,7 @@ class ChainTagger(BaseEstimator):
         def labels(codes, a, b):
             # each thread turns the codes of its own sentences into labels,
             # beside the other threads' decoding
-            result[a:b] = data.split(self.classes_[codes[offsets[a]:offsets[b]]], a, b)
+            result[a:b] = data.split(self.classes_.take(codes[offsets[a]:offsets[b]]), a, b)
         self._decode(data, then=labels)
         return result
 
