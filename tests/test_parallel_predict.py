@@ -101,34 +101,54 @@ def test_callers_asking_for_more_threads_replace_the_pool_safely(corpus):
 
 def test_blocks_run_inline_inside_a_pool_thread_and_errors_wait(corpus):
     """_run from inside one of the pool's threads runs its blocks there (a
-    wait on the pool from its own thread could deadlock); an error in the
-    caller's block waits for the others before it propagates."""
+    wait on the pool from its own thread could deadlock); after an error no
+    block starts, and the error propagates once the blocks running have
+    finished."""
+    import threading
     import time
     model = TAGGERS["pa"](n_jobs=2)
     nested = model._run(lambda a, b: model._run(lambda c, d: (c, d), [(0, 1), (1, 2)]),
                         [(0, 1), (1, 2)])
     assert nested == [[(0, 1), (1, 2)]] * 2
-    done = []
+    started, done = [], []
 
     def block(a, b):
         if a == 0:
             raise RuntimeError("first block")
-        time.sleep(0.05)
+        started.append(a)
+        time.sleep(0.02)
         done.append(a)
+    ranges = [(i, i + 1) for i in range(50)]
     with pytest.raises(RuntimeError, match="first block"):
-        model._run(block, [(0, 1), (1, 2)])
-    assert done == [1]
+        model._run(block, ranges)
+    assert sorted(done) == sorted(started) and len(done) <= 2
+    # a thread held up by one block leaves the others to the other thread:
+    # the first block waits for the last, which only the other thread can run
+    last_done, threads = threading.Event(), {}
+
+    def held(a, b):
+        threads[a] = threading.current_thread().name
+        if a == 0:
+            assert last_done.wait(timeout=30)
+        if a == 9:
+            last_done.set()
+        return a
+    assert model._run(held, ranges[:10]) == list(range(10))
+    assert all(threads[i] != threads[0] for i in range(1, 10))
 
 
 @pytest.mark.parametrize("n_jobs, n_sentences", [(2, 0), (2, 1), (2, 300), (2, 2000),
-                                                 (-1, 2000), (1, 2000)])
-def test_prediction_ranges_cover_the_sentences_and_share_the_tokens(n_jobs, n_sentences):
-    """The threads' ranges partition the sentences, one per block of 256 at
-    most, and each range's tokens are within one sentence of an equal share."""
+                                                 (-1, 2000), (1, 2000), (4, 9000)])
+def test_prediction_ranges_cover_the_sentences_in_shrinking_ranges(n_jobs, n_sentences):
+    """The threads' ranges partition the sentences: one range for one thread
+    (at most one thread per 256 sentences); for k threads, ranges that take
+    1 / (2k) of the tokens left (within one sentence), at least 2,048 tokens
+    but the last."""
     from sklstruct import PassiveAggressiveTagger
+    from sklstruct._validation import n_threads
     rng = np.random.default_rng(n_sentences)
     lengths = rng.integers(1, 60, n_sentences)
-    lengths[: n_sentences // 10] = 200                  # long ones first: uneven halves
+    lengths[: n_sentences // 10] = 200                  # long ones first
     offsets = np.r_[0, np.cumsum(lengths)]
     ranges = PassiveAggressiveTagger(n_jobs=n_jobs)._prediction_blocks(offsets)
     if n_sentences == 0:
@@ -136,7 +156,13 @@ def test_prediction_ranges_cover_the_sentences_and_share_the_tokens(n_jobs, n_se
         return
     assert [a for a, _ in ranges] == [0] + [b for _, b in ranges[:-1]]
     assert ranges[-1][1] == n_sentences and all(a < b for a, b in ranges)
-    assert len(ranges) <= -(-n_sentences // 256)
-    share = offsets[-1] / len(ranges)
-    for a, b in ranges:
-        assert abs(offsets[b] - offsets[a] - share) <= lengths.max()
+    k = n_threads(n_jobs, -(-n_sentences // 256))
+    if k == 1:
+        assert ranges == [(0, n_sentences)]
+        return
+    longest = lengths.max()
+    for a, b in ranges[:-1]:
+        left = offsets[-1] - offsets[a]
+        want = max(left // (2 * k), 2048)
+        assert want <= offsets[b] - offsets[a] < want + longest
+    assert len(ranges) <= 2 * k * np.log(offsets[-1]) + offsets[-1] / 2048

@@ -2,6 +2,7 @@
 stochastic meta-descent step sizes (Yu & Lam, sections 2-3), or by SMO on
 the dual (the paper's baseline)."""
 import math
+import threading
 import time
 from numbers import Integral, Real
 
@@ -513,10 +514,13 @@ class M3NSGDTagger(ChainLearner):
         c, offsets = data.chain_data(), data.offsets
         E = np.empty((offsets[-1], len(self.classes_)))
         ranges = self._prediction_blocks(offsets)
+        scratch = threading.local()
 
         def block(a, b):
             # each thread its own scratch (the index arrays are shared, read only)
-            mine = ks if len(ranges) == 1 else ks.thread_copy()
+            mine = ks if len(ranges) == 1 else getattr(scratch, "ks", None)
+            if mine is None:
+                mine = scratch.ks = ks.thread_copy()
             E[offsets[a]:offsets[b]] = kernel_emissions(
                 sv_data, mine, self.dual_coef_, _rows_of(c, slice(offsets[a], offsets[b])),
                 *self._kernel)
