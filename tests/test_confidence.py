@@ -136,7 +136,7 @@ def test_every_tagger_gives_marginals_and_confidence(corpus, name):
 @pytest.mark.parametrize("name", sorted(TAGGERS))
 def test_marginals_do_not_depend_on_threads(corpus, name):
     Xtr, ytr, Xc, yc, _, _ = corpus
-    X, _ = make_chunking_corpus(600, random_state=6)     # three blocks of 256 sentences
+    X, _ = make_chunking_corpus(600, random_state=6)     # several ranges of 2,048 tokens
     Xte = SequenceVectorizer(templates=("word", "pos"), window=1).fit(
         make_chunking_corpus(400, random_state=5)[0][:200]).transform(X)
     model = make(TAGGERS[name], max_iter=2, random_state=0).fit(Xtr, ytr)

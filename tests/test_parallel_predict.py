@@ -12,7 +12,7 @@ from sklstruct.datasets import make_chunking_corpus
 
 @pytest.fixture(scope="module")
 def corpus():
-    X, y = make_chunking_corpus(700, random_state=3)   # three blocks of 256 sentences
+    X, y = make_chunking_corpus(700, random_state=3)   # several ranges of 2,048 tokens
     vec = SequenceVectorizer(templates=("word", "pos"), window=1)
     return vec.fit_transform(X[:200]), y[:200], vec.transform(X[200:]), y[200:]
 
@@ -137,11 +137,11 @@ def test_blocks_run_inline_inside_a_pool_thread_and_errors_wait(corpus):
     assert all(threads[i] != threads[0] for i in range(1, 10))
 
 
-@pytest.mark.parametrize("n_jobs, n_sentences", [(2, 0), (2, 1), (2, 300), (2, 2000),
+@pytest.mark.parametrize("n_jobs, n_sentences", [(2, 0), (2, 1), (2, 60), (2, 300), (2, 2000),
                                                  (-1, 2000), (1, 2000), (4, 9000)])
 def test_prediction_ranges_cover_the_sentences_in_shrinking_ranges(n_jobs, n_sentences):
     """The threads' ranges partition the sentences: one range for one thread
-    (at most one thread per 256 sentences); for k threads, ranges that take
+    (at most one thread per 2,048 tokens); for k threads, ranges that take
     1 / (2k) of the tokens left (within one sentence), at least 2,048 tokens
     but the last."""
     from sklstruct import PassiveAggressiveTagger
@@ -156,7 +156,7 @@ def test_prediction_ranges_cover_the_sentences_in_shrinking_ranges(n_jobs, n_sen
         return
     assert [a for a, _ in ranges] == [0] + [b for _, b in ranges[:-1]]
     assert ranges[-1][1] == n_sentences and all(a < b for a, b in ranges)
-    k = n_threads(n_jobs, -(-n_sentences // 256))
+    k = n_threads(n_jobs, -(-offsets[-1] // 2048))
     if k == 1:
         assert ranges == [(0, n_sentences)]
         return
