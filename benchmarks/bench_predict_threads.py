@@ -23,13 +23,12 @@ Usage::
 """
 import argparse
 import hashlib
-import os
 import statistics
 import threading
 import sys
 import time
 
-from common import DEFAULT_DATA, load_corpus, report
+from common import DEFAULT_DATA, load_corpus, report, stolen
 
 from sklstruct import PassiveAggressiveTagger
 
@@ -54,17 +53,6 @@ def machine_speedup():
     _hashing()
     other.join()
     return one / (time.perf_counter() - tic)
-
-
-def stolen():
-    """CPU seconds stolen from this virtual machine so far, all CPUs
-    (0.0 where /proc/stat does not say)."""
-    try:
-        with open("/proc/stat") as f:
-            fields = f.readline().split()
-    except OSError:
-        return 0.0
-    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
 
 
 def main(argv=None):

@@ -30,6 +30,19 @@ def peak_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def stolen():
+    """CPU seconds the hypervisor has given to other guests while this
+    virtual machine wanted them, all CPUs, so far (``steal`` in /proc/stat,
+    counted in ticks of 10 ms; 0.0 where /proc/stat does not say): the
+    machine is not idle while it grows."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return 0.0
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
 def load(train_path, test_paths, vectorizer):
     """Read the files, fit the vectorizer on the training file, and give both
     libraries the same features: CSR matrices for sklstruct, the same attribute
