@@ -19,7 +19,7 @@ speed-up, and the share of the rounds' CPU time that was stolen.
 
 Usage::
 
-    python benchmarks/bench_predict_threads.py [--repeats 31] [--out benchmarks/results/predict_threads.md]
+    python benchmarks/bench_predict_threads.py [--repeats 101] [--out benchmarks/results/predict_threads.md]
 """
 import argparse
 import hashlib
@@ -58,10 +58,10 @@ def machine_speedup():
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=DEFAULT_DATA)
-    parser.add_argument("--repeats", type=int, default=31)
+    parser.add_argument("--repeats", type=int, default=101)
     parser.add_argument("--out")
     args = parser.parse_args(argv)
-    lines = ["| corpus | sentences | tokens | n_jobs | median tokens/s | best tokens/s | "
+    lines = ["| corpus | set | tokens | n_jobs | median tokens/s | best tokens/s | "
              "median speed-up | machine's median speed-up | CPU stolen | rounds with none stolen "
              "| their median speed-up |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for corpus, parts in (("conll2000", ("train", "test")), ("esp", ("train", "testb"))):

@@ -25,7 +25,7 @@ Usage (needs ``pip install python-crfsuite`` and seqlearn 0.2, which no longer
 imports on current scikit-learn as released: ``bash benchmarks/peers/build_seqlearn.sh``
 installs it with ``benchmarks/peers/seqlearn-0.2-py311.patch``)::
 
-    python benchmarks/bench_scale.py [--data DIR] [--repeats 7] [--labels 10 44 50 100 128 200]
+    python benchmarks/bench_scale.py [--data DIR] [--repeats 7] [--throughput-repeats 21] [--labels 10 44 50 100 128 200]
                                      [--sections A B] [--quick] [--out benchmarks/results/scale.md]
 """
 import argparse
@@ -168,7 +168,7 @@ def section_a(args):
         data = load_corpus(args.data, corpus)
         if args.quick:
             subset(data, *QUICK)
-        r, ratio = throughput(name, data, test, args.repeats)
+        r, ratio = throughput(name, data, test, args.throughput_repeats)
         rows += r
         ratios.append(ratio)
     return "\n".join([
@@ -177,7 +177,8 @@ def section_a(args):
         "sklstruct's weights; accuracy is token accuracy against the gold labels.\n",
         "| corpus | tokens | system | median tokens/s | best tokens/s | accuracy % |",
         "|---|---|---|---|---|---|", *rows, "",
-        f"Speed ratios (throughput), medians of the {args.repeats} per-round ratios; targets: "
+        f"Speed ratios (throughput), medians of the {args.throughput_repeats} per-round ratios; "
+        "targets: "
         "n_jobs=1 / seqlearn >= 1.5x, n_jobs=2 / n_jobs=1 >= 1.7x (on an idle machine: the "
         "last column is the share of the rounds' CPU time the hypervisor gave to other "
         "guests).\n",
@@ -295,7 +296,10 @@ def section_b(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=7,
+                        help="rounds of prediction timing in section B")
+    parser.add_argument("--throughput-repeats", type=int, default=21,
+                        help="rounds of section A (its ratios are medians over them)")
     parser.add_argument("--labels", type=int, nargs="+", default=[10, 44, 50, 100, 128, 200])
     parser.add_argument("--quick", action="store_true",
                         help=f"first {QUICK[0]} training and {QUICK[1]} test sentences only")
