@@ -105,3 +105,63 @@ def test_cross_validation_on_stacked():
                                cross_val_score(model, X, y, cv=3))
     search = GridSearchCV(model, {"k": [1, 2]}, cv=3).fit(S, y)
     assert search.best_params_["k"] in (1, 2)
+
+
+# -- split_rows: per-sentence views made in C ------------------------------------------
+
+def _sliced(arr, bounds):
+    base = bounds[0]
+    return [arr[a - base:b - base] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_split_rows_gives_the_views_slicing_gives(seed):
+    """Any dtype (strings, objects, floats), 1-D and 2-D, strided and
+    read-only arrays; bounds starting anywhere, with empty pieces."""
+    from sklstruct._chain import split_rows
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 6, rng.integers(1, 30))
+    start = int(rng.integers(0, 50))
+    bounds = np.r_[start, start + np.cumsum(lengths)].astype(np.int64)
+    n = int(lengths.sum())
+    arrays = [np.array(["B-NP", "I-NP", "O"])[rng.integers(0, 3, n)],
+              np.array([object(), "x", 3], dtype=object)[rng.integers(0, 3, n)],
+              rng.random((n, 3)), rng.random((n, 4))[:, ::2], rng.random(2 * n)[::2],
+              np.asfortranarray(rng.random((n, 2)))]
+    frozen = rng.random(n)
+    frozen.flags.writeable = False
+    arrays.append(frozen)
+    for arr in arrays:
+        got, want = split_rows(arr, bounds), _sliced(arr, bounds.tolist())
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert type(g) is np.ndarray and g.dtype == w.dtype and g.shape == w.shape
+            assert g.strides == w.strides and g.flags.writeable == w.flags.writeable
+            assert g.flags.c_contiguous == w.flags.c_contiguous
+            np.testing.assert_array_equal(g, w)
+            if g.size:
+                assert np.shares_memory(g, arr)
+
+
+def test_split_rows_keeps_its_array_alive_and_refuses_bad_bounds():
+    import gc
+    import sys
+
+    from sklstruct._chain import split_rows
+    arr = np.arange(10.0)
+    before = sys.getrefcount(arr)
+    views = split_rows(arr, np.array([0, 4, 10], dtype=np.int64))
+    del views
+    gc.collect()
+    assert sys.getrefcount(arr) == before
+    views = split_rows(np.arange(10.0) * 2, np.array([3, 5, 13], dtype=np.int64))
+    np.testing.assert_array_equal(views[1], np.arange(2.0, 10.0) * 2)   # its array is gone
+    views[0][0] = -1.0                                                  # and still writable
+    for bad in ([0, 11], [2, 1], [0, 5, 4], [5, 16]):
+        with pytest.raises(ValueError, match="split_rows"):
+            split_rows(np.arange(10.0), np.array(bad, dtype=np.int64))
+    with pytest.raises(ValueError, match="at least one"):
+        split_rows(np.arange(3.0), np.array([], dtype=np.int64))
+    with pytest.raises(ValueError, match="dimension"):
+        split_rows(np.array(1.0), np.array([0], dtype=np.int64))
+    assert split_rows(np.arange(3.0), np.array([7], dtype=np.int64)) == []
