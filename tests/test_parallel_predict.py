@@ -141,9 +141,9 @@ def test_blocks_run_inline_inside_a_pool_thread_and_errors_wait(corpus):
                                                  (-1, 2000), (1, 2000), (4, 9000)])
 def test_prediction_ranges_cover_the_sentences_in_shrinking_ranges(n_jobs, n_sentences):
     """The threads' ranges partition the sentences: one range for one thread
-    (at most one thread per 2,048 tokens); for k threads, ranges that take
-    1 / (2k) of the tokens left (within one sentence), at least 2,048 tokens
-    but the last."""
+    (at most one thread per 2,048 tokens); for k threads, ranges that shrink,
+    the first 1 / (2k) of the tokens, each within a sentence of its share
+    (1 / (2k) of the tokens left, at least 2,048, but the last)."""
     from sklstruct import PassiveAggressiveTagger
     from sklstruct._validation import n_threads
     rng = np.random.default_rng(n_sentences)
@@ -156,13 +156,16 @@ def test_prediction_ranges_cover_the_sentences_in_shrinking_ranges(n_jobs, n_sen
         return
     assert [a for a, _ in ranges] == [0] + [b for _, b in ranges[:-1]]
     assert ranges[-1][1] == n_sentences and all(a < b for a, b in ranges)
-    k = n_threads(n_jobs, -(-offsets[-1] // 2048))
+    assert all(type(a) is int and type(b) is int for a, b in ranges)
+    total, longest = int(offsets[-1]), int(lengths.max())
+    k = n_threads(n_jobs, -(-total // 2048))
     if k == 1:
         assert ranges == [(0, n_sentences)]
         return
-    longest = lengths.max()
-    for a, b in ranges[:-1]:
-        left = offsets[-1] - offsets[a]
-        want = max(left // (2 * k), 2048)
-        assert want <= offsets[b] - offsets[a] < want + longest
-    assert len(ranges) <= 2 * k * np.log(offsets[-1]) + offsets[-1] / 2048
+    sizes = [int(offsets[b] - offsets[a]) for a, b in ranges]
+    assert abs(sizes[0] - max(total // (2 * k), 2048)) < longest
+    for a, size in zip(ranges[:-1], sizes[:-1]):
+        share = max((total - int(offsets[a[0]])) // (2 * k), 2048)
+        assert share - 2 * longest < size < share + 2 * longest
+    assert all(b <= a + 2 * longest for a, b in zip(sizes, sizes[1:]))
+    assert len(ranges) <= 2 * k * np.log(total) + total / 2048
