@@ -319,7 +319,7 @@ class ChainTagger(BaseEstimator):
         each take the next range not yet taken until none is left.  After an
         error no range is started and the error is raised once the ranges
         running have finished."""
-        k = min(n_threads(getattr(self, "n_jobs", None), len(ranges)), len(ranges))
+        k = n_threads(getattr(self, "n_jobs", None), len(ranges))
         if k <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
             # (inside a pool thread, waiting for the pool could deadlock)
             return [fn(a, b) for a, b in ranges]
