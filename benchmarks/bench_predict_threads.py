@@ -28,7 +28,7 @@ import threading
 import sys
 import time
 
-from common import DEFAULT_DATA, load_corpus, report, stolen
+from common import DEFAULT_DATA, load_corpus, report, stolen, stolen_share
 
 from sklstruct import PassiveAggressiveTagger
 
@@ -71,9 +71,10 @@ def main(argv=None):
         for part in parts:
             X = data["X"][part]
             n = int(sum(X.lengths))
-            times, machine, steal, wall = {1: [], 2: []}, [], [], []
+            times, machine, steal = {1: [], 2: []}, [], []
+            steal_all, tic_all = stolen(), time.perf_counter()
             for _ in range(args.repeats):
-                steal0, tic0 = stolen(), time.perf_counter()
+                steal0 = stolen()
                 machine.append(machine_speedup())
                 for n_jobs in (1, 2):
                     model.set_params(n_jobs=n_jobs)
@@ -81,17 +82,16 @@ def main(argv=None):
                     model.predict(X)
                     times[n_jobs].append(time.perf_counter() - tic)
                 steal.append(stolen() - steal0)
-                wall.append(time.perf_counter() - tic0)
+            share = stolen_share(steal_all, tic_all)
             ratios = [a / b for a, b in zip(times[1], times[2])]
             idle = [r for r, s in zip(ratios, steal) if s == 0]
-            share = sum(steal) / (2 * sum(wall))
+            idle_median = f"{statistics.median(idle):.2f}x" if idle else "-"
+            columns = {1: "1.00x | 1.00x | | | |",
+                       2: f"{statistics.median(ratios):.2f}x | {statistics.median(machine):.2f}x | "
+                          f"{share:.1%} | {len(idle)} of {len(ratios)} | {idle_median} |"}
             for n_jobs, t in times.items():
-                extra = (f"{statistics.median(ratios):.2f}x | {statistics.median(machine):.2f}x | "
-                         f"{share:.1%} | {len(idle)} of {len(ratios)} | "
-                         + (f"{statistics.median(idle):.2f}x |" if idle else "- |")
-                         if n_jobs == 2 else "1.00x | 1.00x | | | |")
                 lines.append(f"| {corpus} | {part} | {n:,} | {n_jobs} | "
-                             f"{n / statistics.median(t):,.0f} | {n / min(t):,.0f} | {extra}")
+                             f"{n / statistics.median(t):,.0f} | {n / min(t):,.0f} | {columns[n_jobs]}")
                 print(lines[-1], flush=True)
     report("Prediction in threads", "bench_predict_threads.py", argv,
            "2 cores.\n\n" + "\n".join(lines) + "\n", args.out)

@@ -43,6 +43,12 @@ def stolen():
     return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
 
 
+def stolen_share(steal0, tic0):
+    """The share of all CPUs' time stolen since ``stolen()`` was ``steal0``
+    and ``time.perf_counter()`` was ``tic0``."""
+    return (stolen() - steal0) / (os.cpu_count() * (time.perf_counter() - tic0))
+
+
 def load(train_path, test_paths, vectorizer):
     """Read the files, fit the vectorizer on the training file, and give both
     libraries the same features: CSR matrices for sklstruct, the same attribute
