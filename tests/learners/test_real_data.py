@@ -1,7 +1,7 @@
 """Real data: CoNLL-2000 chunking on a subset, with an F1 floor (full runs: benchmarks/)."""
 import numpy as np
 import pytest
-from conftest import require_data
+from _data import require_data
 
 from sklstruct import LaRankTagger, SDMTagger, StructuredPerceptronTagger, feature_set
 from sklstruct.datasets import read_conll

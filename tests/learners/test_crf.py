@@ -16,8 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklstruct import CRFTagger
 from sklstruct._viterbi import chain_marginals, conditioned_expectations
 from sklstruct.chain import as_stacked, joint_feature
-from test_perceptron import random_problem, separable_problem
-from test_viterbi import brute_force
+from _oracles import brute_force, random_problem, separable_problem
 
 LOSSES = ["log", "exp", "pointwise_log", "pointwise_exp"]
 

@@ -4,21 +4,13 @@ import pickle
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
-from scipy.optimize import minimize
 
 from sklstruct import KBestMIRATagger, LaRankTagger, PassiveAggressiveTagger, SDMTagger
 from sklstruct._chain import COSTS, ChainWeights
 from sklstruct.chain import as_stacked
 from sklstruct.learners._dual import DualState, dual_epoch
 from sklstruct.chain import joint_feature
-from test_perceptron import random_problem, separable_problem
-
-
-def dF(x, gold, path, n_labels, order=1):
-    """Dense dF(path) = F(x, gold) - F(x, path), flattened as [W block, P block]."""
-    Fg, Fp = joint_feature(x, gold, n_labels, order), joint_feature(x, path, n_labels, order)
-    return np.concatenate([(Fg[0] - Fp[0]).ravel(), (Fg[1] - Fp[1]).ravel()])
+from _oracles import dF, full_dual_optimum, random_problem, separable_problem, tiny_problem
 
 
 def weights_from_duals(state, X, n_labels, order=1):
@@ -40,16 +32,6 @@ def dual_objective(state, X, n_labels, order=1):
     w = weights_from_duals(state, X, n_labels, order)
     lin = sum(np.dot(state.working_set(n)[1], state.working_set(n)[2]) for n in range(len(X)))
     return lin - 0.5 * np.dot(w, w)
-
-
-def tiny_problem(seed=0, n=4, n_labels=2, max_T=3, n_features=3):
-    rng = np.random.default_rng(seed)
-    X = [sp.csr_matrix(rng.integers(0, 3, size=(rng.integers(1, max_T + 1), n_features))
-                       .astype(float)) for _ in range(n)]
-    y = [rng.integers(0, n_labels, size=x.shape[0]) for x in X]
-    y[0] = np.arange(X[0].shape[0]) % n_labels
-    y[1] = (np.arange(X[1].shape[0]) + 1) % n_labels
-    return X, y
 
 
 # -- the dual objective and eq. 6 ------------------------------------------------------
@@ -118,32 +100,6 @@ def test_weights_equal_sum_of_lambda_dF_after_training(model, order):
 
 
 # -- convergence to the optimum of the full dual ---------------------------------------
-
-def full_dual_optimum(X, y, n_labels, C):
-    """The dual (4)-(5) over ALL label sequences, solved by scipy (SLSQP)."""
-    blocks, losses = [], []
-    for x, gold in zip(X, y):
-        seqs = [np.array(s) for s in itertools.product(range(n_labels), repeat=len(gold))]
-        blocks.append(np.array([dF(x, gold, s, n_labels) for s in seqs]))
-        losses.append(np.array([np.sum(s != gold) for s in seqs], dtype=float))
-    D = np.vstack(blocks)
-    Lv = np.concatenate(losses)
-    sizes = [len(b) for b in blocks]
-    bounds = np.cumsum([0] + sizes)
-
-    def f(lam):
-        w = D.T @ lam
-        return 0.5 * w @ w - Lv @ lam, D @ w - Lv
-
-    cons = [{"type": "eq", "fun": (lambda lam, a=a, b=b: lam[a:b].sum() - C),
-             "jac": (lambda lam, a=a, b=b: np.r_[np.zeros(a), np.ones(b - a),
-                                                 np.zeros(len(lam) - b)])}
-            for a, b in zip(bounds[:-1], bounds[1:])]
-    lam0 = np.concatenate([np.full(s, C / s) for s in sizes])
-    res = minimize(f, lam0, jac=True, bounds=[(0, None)] * len(lam0), constraints=cons,
-                   method="SLSQP", options={"ftol": 1e-14, "maxiter": 2000})
-    assert res.success, res.message
-    return -res.fun, D.T @ res.x
 
 
 @pytest.mark.parametrize("seed, k", [(0, 1), (1, 2), (2, 3)])

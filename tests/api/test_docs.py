@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 #: What a build writes into the source directory (autosummary's stubs, the
 #: gallery's pages): never copied, so that every build starts from scratch.

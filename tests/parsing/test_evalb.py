@@ -2,7 +2,7 @@
 import re
 
 import pytest
-from conftest import data_dir, require_data
+from _data import data_dir, require_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import BaseEstimator

@@ -5,7 +5,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import data_dir
+from _data import data_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

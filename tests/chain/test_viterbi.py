@@ -7,52 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklstruct.chain import kbest_decode, pack_chain, sequence_score, viterbi_decode
-
-
-def brute_force(E, P, gold=None, cost=0.0):
-    """All label sequences and their (loss-augmented) scores, computed directly;
-    a P with L * L trigram rows after the start and end rows is second order."""
-    T, L = E.shape
-    Q = P[L + 2:].reshape(L, L, L) if P.shape[0] > L + 2 else None
-    seqs = np.array(list(itertools.product(range(L), repeat=T)), dtype=np.int32)
-    scores = np.array([
-        P[L, s[0]] + E[np.arange(T), s].sum() + P[s[:-1], s[1:]].sum() + P[L + 1, s[-1]]
-        + (Q[s[:-2], s[1:-1], s[2:]].sum() if Q is not None else 0.0)
-        for s in seqs
-    ])
-    if cost:
-        scores = scores + cost * (seqs != gold).sum(axis=1)
-    return seqs, scores
-
-
-@st.composite
-def chain_problems(draw, integer_scores=False, max_T=5, max_L=4, order=1):
-    T = draw(st.integers(1, max_T))
-    L = draw(st.integers(1, max_L))
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    rows = L + 2 + (L * L if order == 2 else 0)
-    if integer_scores:  # many ties
-        E = rng.integers(-2, 3, size=(T, L)).astype(float)
-        P = rng.integers(-2, 3, size=(rows, L)).astype(float)
-    else:
-        E = rng.normal(size=(T, L))
-        P = rng.normal(size=(rows, L))
-    gold = rng.integers(0, L, size=T)
-    return E, P, gold
-
-
-def check_kbest(E, P, k, gold=None, cost=0.0):
-    seqs, scores = brute_force(E, P, gold, cost)
-    paths, got = kbest_decode(E, P, k, gold=gold, cost=cost)
-    expected = np.sort(scores)[::-1][:k]
-    assert len(paths) == min(k, len(seqs))
-    np.testing.assert_allclose(got, expected, atol=1e-9)
-    assert len({tuple(p) for p in paths}) == len(paths), "k-best sequences must be distinct"
-    for p, s in zip(paths, got):  # each reported score is the score of its sequence
-        direct = sequence_score(E, P, p) + (cost * np.sum(p != gold) if cost else 0.0)
-        assert direct == pytest.approx(s)
-    assert np.all(np.diff(got) <= 1e-12), "k-best scores must be non-increasing"
+from _oracles import brute_force, chain_problems, check_kbest
 
 
 @settings(max_examples=200, deadline=None)

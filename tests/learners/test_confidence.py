@@ -10,8 +10,7 @@ from scipy.special import logsumexp, softmax
 from sklearn.base import clone
 from sklearn.calibration import calibration_curve
 from sklearn.exceptions import NotFittedError
-from test_hostile import make
-from test_viterbi import brute_force, chain_problems
+from _oracles import brute_force, chain_problems, make
 
 from sklstruct import CRFTagger, SequenceVectorizer, StructuredPerceptronTagger
 from sklstruct._registry import TAGGERS

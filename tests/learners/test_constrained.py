@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_viterbi import brute_force
+from _oracles import brute_force
 
 from sklstruct import (ConstrainedTagger, DictSequenceVectorizer, M3NSGDTagger,
                        SequenceVectorizer, StructuredPerceptronTagger)
@@ -373,7 +373,7 @@ def one_label_words():
     "pa", "sdm"])
 def test_training_searches_the_dictionary_labels(inner):
     from sklstruct._registry import TAGGERS
-    from test_hostile import make
+    from _oracles import make
     if isinstance(inner, str):
         inner = make(TAGGERS[inner], max_iter=2, random_state=0)
     X, y = one_label_words()

@@ -16,9 +16,7 @@ from sklstruct import _registry
 from sklstruct._viterbi import decode_corpus
 from sklstruct.chain import (as_stacked, joint_feature, kbest_decode, pack_chain,
                              sequence_score, unpack_chain, viterbi_decode)
-from test_hostile import make
-from test_perceptron import random_problem, separable_problem
-from test_viterbi import brute_force, chain_problems, check_kbest
+from _oracles import brute_force, chain_problems, check_kbest, make, random_problem, separable_problem
 
 TAGGERS = [cls for cls in _registry.TAGGERS.values() if "order" in cls().get_params()]
 

@@ -10,8 +10,7 @@ from scipy.special import logsumexp
 
 from sklstruct import SequenceBoostingTagger
 from sklstruct.chain import as_stacked, joint_feature
-from test_perceptron import random_problem, separable_problem
-from test_viterbi import brute_force
+from _oracles import brute_force, random_problem, separable_problem
 
 
 def exp_loss(model, X, y):

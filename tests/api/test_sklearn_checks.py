@@ -10,7 +10,7 @@ from sklearn.exceptions import SkipTestWarning
 from sklearn.pipeline import make_pipeline
 from sklearn.utils import get_tags
 from sklearn.utils import estimator_checks as ec
-from test_hostile import make
+from _oracles import make
 
 from sklstruct import DictSequenceVectorizer, SequenceVectorizer, StructuredPerceptronTagger
 from sklstruct._registry import ESTIMATORS, TAGGERS

@@ -9,7 +9,7 @@ from sklstruct import KBestMIRATagger, PassiveAggressiveTagger, SequenceVectoriz
 from sklstruct._qp import solve_simplex_qp
 from sklstruct.chain import emission_scores, joint_feature, kbest_decode, viterbi_decode
 from sklstruct.datasets import make_chunking_corpus
-from test_perceptron import chain_zeros, random_problem, separable_problem
+from _oracles import chain_zeros, random_problem, separable_problem
 
 
 def zero_one_kbest(E, P, gold, k):

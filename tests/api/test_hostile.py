@@ -14,6 +14,7 @@ from sklearn.exceptions import NotFittedError
 
 from sklstruct._registry import TAGGERS
 from sklstruct._validation import MAX_K
+from _oracles import make
 
 TAGGER_CLASSES = list(TAGGERS.values())
 
@@ -38,22 +39,6 @@ def assert_unchanged(model, before):
             np.testing.assert_array_equal(after[k], v)
         elif k != "history_":
             assert after[k] == v, k
-
-
-def make(cls, **params):
-    """``cls`` with those of ``params`` it takes (the CRF has no k, average,
-    shuffle or random_state; boosting counts ``n_rounds``, not ``max_iter``;
-    a meta-estimator wraps a perceptron made so)."""
-    from sklstruct._registry import META_TAGGERS
-    if cls in META_TAGGERS.values():       # a meta-estimator: around a perceptron
-        from sklstruct import StructuredPerceptronTagger
-        inner = make(StructuredPerceptronTagger, **params)
-        return cls(inner, **{k: v for k, v in params.items()
-                             if k in cls(inner).get_params() and k != "estimator"})
-    own = cls().get_params()
-    if "max_iter" in params and "n_rounds" in own:
-        params["n_rounds"] = params.pop("max_iter")
-    return cls(**{k: v for k, v in params.items() if k in own})
 
 
 def training_step(cls):

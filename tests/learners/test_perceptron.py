@@ -5,24 +5,7 @@ import scipy.sparse as sp
 
 from sklstruct.chain import emission_scores, joint_feature, kbest_decode
 from sklstruct import StructuredPerceptronTagger
-
-
-def random_problem(n=30, n_features=6, n_labels=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = [sp.csr_matrix(rng.integers(0, 3, size=(rng.integers(1, 7), n_features)).astype(float))
-         for _ in range(n)]
-    y = [rng.integers(0, n_labels, size=x.shape[0]) for x in X]
-    for i in range(n_labels):  # every label occurs
-        y[0][0] = i if i < len(y[0]) else y[0][0]
-    y[0] = np.arange(len(y[0])) % n_labels
-    y[1] = (np.arange(len(y[1])) + 1) % n_labels
-    y[2] = (np.arange(len(y[2])) + 2) % n_labels
-    return X, y
-
-
-def chain_zeros(n_labels, order=1):
-    """Zero chain parameters P of a chain of ``order`` (trigram rows for 2)."""
-    return np.zeros((n_labels + 2 + (n_labels ** 2 if order == 2 else 0), n_labels))
+from _oracles import chain_zeros, random_problem, separable_problem
 
 
 def reference_perceptron(X, y, n_labels, k, epochs, order=1):
@@ -81,27 +64,6 @@ def test_repeated_features_counted_exactly():
     model = StructuredPerceptronTagger(average=False).partial_fit([x], [["b"]], classes=["a", "b"])
     # labels a < b; prediction a; update moves 2 units of feature 0 from a to b
     np.testing.assert_allclose(model.coef_, [[-2.0], [2.0]])
-
-
-def separable_problem():
-    """A linearly separable toy problem: a token's label is given by which of
-    three indicator features it has, plus noise features; a separate set of
-    sentences needs the transitions: identical tokens whose labels alternate
-    a, b, a, b ... from the start."""
-    rng = np.random.default_rng(0)
-    X, y = [], []
-    for _ in range(60):
-        T = rng.integers(2, 9)
-        labels = rng.integers(0, 3, size=T)
-        x = np.zeros((T, 8))
-        x[np.arange(T), labels] = 1.0
-        x[:, 3:7] = rng.integers(0, 2, size=(T, 4))
-        X.append(sp.csr_matrix(x)), y.append(np.array(["a", "b", "c"])[labels])
-    for T in range(2, 12):
-        x = np.zeros((T, 8))
-        x[:, 7] = 1.0
-        X.append(sp.csr_matrix(x)), y.append(np.array(["a", "b"])[np.arange(T) % 2])
-    return X, y
 
 
 @pytest.mark.parametrize("k", [1, 3])

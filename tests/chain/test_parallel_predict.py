@@ -3,7 +3,7 @@ serial predictions, k-best lists and scores, for every tagger."""
 import numpy as np
 import pytest
 from joblib import parallel_config
-from test_hostile import make
+from _oracles import make
 
 from sklstruct import M3NSGDTagger, SequenceVectorizer
 from sklstruct._registry import TAGGERS

@@ -5,7 +5,7 @@ import scipy.sparse as sp
 
 from sklstruct import LaRankTagger, SDMTagger, StructuredPerceptronTagger
 from sklstruct._registry import TAGGERS
-from test_hostile import make
+from _oracles import make
 
 ESTIMATORS = list(TAGGERS.values())
 

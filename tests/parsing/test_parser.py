@@ -21,7 +21,7 @@ from sklstruct.parsing.base import _labelled_tree
 from sklstruct.parsing.parser import FEATURE_SETS
 from sklstruct.parsing.spans import SPLIT_TEMPLATES, SpanFeatures, word_signature
 
-from conftest import require_data
+from _data import require_data
 
 TOY = [
     "(S (NP (DT the) (NN dog)) (VP (VBZ barks)))",

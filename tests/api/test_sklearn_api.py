@@ -154,7 +154,7 @@ def test_every_registered_estimator_is_public_clonable_and_cites_its_papers(name
     doc = cls.__doc__
     assert "\n    References\n    ----------\n" in doc, f"{cls.__name__} has no References"
     assert "paper 00" not in doc
-    from test_hostile import make
+    from _oracles import make
     est = make(cls)
     # (by repr: a meta-estimator's clone holds a clone of its estimator)
     assert ({k: repr(v) for k, v in clone(est).get_params().items()}

@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
-from conftest import data_dir, require_data
+from _data import data_dir, require_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

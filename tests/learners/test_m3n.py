@@ -13,8 +13,7 @@ from scipy.optimize import minimize
 
 from sklstruct import M3NSGDTagger, PassiveAggressiveTagger
 from sklstruct.chain import joint_feature
-from test_dual import dF, full_dual_optimum, tiny_problem
-from test_perceptron import random_problem, separable_problem
+from _oracles import dF, full_dual_optimum, random_problem, separable_problem, tiny_problem
 
 
 def enumerate_constraints(X, y, n_labels):

@@ -9,7 +9,7 @@ from sklstruct import KBestMIRATagger, SWVMTagger, SWVPTagger
 from sklstruct._chain import ChainWeights
 from sklstruct.chain import as_stacked, emission_scores, joint_feature, kbest_decode
 from sklstruct.learners._online import online_epoch
-from test_perceptron import random_problem, separable_problem
+from _oracles import random_problem, separable_problem
 
 GAMMAS = ["uniform", "wm", "softmin", "optimization"]
 

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from test_hostile import make
+from _oracles import make
 
 from sklstruct import M3NSGDTagger, SequenceVectorizer, StructuredPerceptronTagger
 from sklstruct._registry import META_TAGGERS, TAGGERS
