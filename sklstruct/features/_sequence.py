@@ -151,7 +151,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : sequence of sentences
-            Sentences of tokens (str, tuple/list of str or dict of str).
+            As in :meth:`fit`.
         y : None
             Ignored.
 

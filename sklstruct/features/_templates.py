@@ -90,21 +90,17 @@ def _parse_atom(text, template):
             )
         return ("bias", None, None, 0, False)
     column_name = _parse_column(name, template)
+    if src is not None and (column_name is not None or name in _POSITION_FLAGS):
+        what = "column atom " if column_name is not None else ""
+        raise ValueError(
+            f"Malformed template {describe(template)}: {what}{describe(name)} takes no "
+            "column argument."
+        )
     if column_name is not None:
-        if src is not None:
-            raise ValueError(
-                f"Malformed template {describe(template)}: column atom {describe(name)} takes no "
-                "column argument."
-            )
         return ("column", None, column_name, offset, explicit)
     if name in _DERIVED:
         return ("derived", name, column, offset, explicit)
     if name in _POSITION_FLAGS:
-        if src is not None:
-            raise ValueError(
-                f"Malformed template {describe(template)}: {describe(name)} takes no "
-                "column argument."
-            )
         return ("flag", name, None, offset, explicit)
     if name in _FLAGS:
         return ("flag", name, column, offset, explicit)
