@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import __version__
 from ._registry import TAGGERS
 from .datasets import make_chunking_corpus, read_conll, write_conll
-from .features import SequenceVectorizer, feature_set
+from .features import PRESETS, SequenceVectorizer, feature_set
 from .metrics import SCHEMES, chunk_report, format_conlleval
 from .parsing import F1MaxMarginParser, PCFGParser, parseval, preprocess, read_ptb
 
@@ -311,6 +311,10 @@ def cmd_demo(args):
     return 0
 
 
+#: The presets whose window is the --window option (the others fix their own).
+_WINDOWED = [name for name, preset in PRESETS.items() if preset.window is None]
+
+
 def _make_features(args):
     window = 1 if args.window is None else args.window
     if args.templates:
@@ -318,9 +322,10 @@ def _make_features(args):
         if not templates:
             raise CommandError("--templates lists no template", USAGE_ERROR)
         return SequenceVectorizer(templates, window=window, min_freq=args.min_freq)
-    if args.window is not None and args.features != "S3":
-        raise CommandError(f"--window applies to --templates and --features S3 only; the "
-                           f"{args.features!r} preset has its own window", USAGE_ERROR)
+    if args.window is not None and PRESETS[args.features].window is not None:
+        raise CommandError(f"--window applies to --templates and --features "
+                           f"{' and '.join(_WINDOWED)} only; the {args.features!r} preset "
+                           "has its own window", USAGE_ERROR)
     return feature_set(args.features, window=window, min_freq=args.min_freq)
 
 
@@ -585,17 +590,6 @@ def _write_text(path, text, encoding):
         f.write(text)
 
 
-#: The feature presets of ``train --features`` (see :func:`sklstruct.feature_set`).
-PRESETS = {
-    "chunking": "CRFsuite's chunking templates (words and POS in a window; needs a POS column)",
-    "S1": "Altun et al.'s S1: the word",
-    "S2": "S1 and spelling features of the word",
-    "S3": "S2 over a window (--window, default 1)",
-    "swvm": "Ringel, Dror & Reichart's templates (needs a POS column)",
-    "ner": "named-entity features: word, case, affixes, shape, POS (needs a POS column)",
-}
-
-
 def _train_epilog():
     """Estimators with their parameters and defaults, and the presets."""
     lines = ["estimators (-e NAME) and their parameters (-p NAME=VALUE), with defaults",
@@ -607,7 +601,7 @@ def _train_epilog():
                                    initial_indent="  ", subsequent_indent="      "))
     lines.append("")
     lines.append("feature presets (--features NAME):")
-    lines += [f"  {name}: {text}" for name, text in PRESETS.items()]
+    lines += [f"  {name}: {preset.description}" for name, preset in PRESETS.items()]
     return "\n".join(lines)
 
 
@@ -646,11 +640,12 @@ def build_parser():
                        help="estimator parameter, e.g. -p k=5 -p max_iter=20 (repeatable)")
     train.add_argument("--features", choices=list(PRESETS),
                        default="chunking",
-                       help="feature preset (chunking and swvm need a POS column)")
+                       help="feature preset (listed below)")
     train.add_argument("--templates",
                        help="comma-separated feature templates (overrides --features)")
     train.add_argument("--window", type=_int_at_least(0), default=None,
-                       help="window for --templates and S3 (default 1)")
+                       help=f"window for --templates and {' and '.join(_WINDOWED)} "
+                            "(default 1)")
     train.add_argument("--min-freq", type=_int_at_least(1), default=1)
     train.add_argument("--target-column", type=int, default=-1)
     train.add_argument("--random-state", type=_int_at_least(0), default=0,

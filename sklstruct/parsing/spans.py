@@ -15,7 +15,7 @@ that look like them.
 import numpy as np
 import scipy.sparse as sp
 
-from ..features import _shape
+from ..features import word_shape
 
 #: Span templates (see :class:`SpanFeatures`).
 TEMPLATES = ("bias", "length", "first_word", "last_word", "word_before", "word_after",
@@ -40,7 +40,7 @@ _B4 = 2 ** 15
 def word_signature(word):
     """Class of a rare or unknown word: collapsed shape and last two letters
     (``"Confidence" -> "UNK|Xx|ce"``)."""
-    return f"UNK|{_shape(word)}|{word[-2:].lower()}"
+    return f"UNK|{word_shape(word)}|{word[-2:].lower()}"
 
 
 def _edge_shape(word):

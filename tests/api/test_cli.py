@@ -15,7 +15,7 @@ from sklstruct.__main__ import main
 from sklstruct._registry import TAGGERS
 from sklstruct.cli import build_parser
 from sklstruct.datasets import make_chunking_corpus, read_conll, write_conll
-from sklstruct.features import SequenceVectorizer
+from sklstruct.features import PRESETS, SequenceVectorizer
 
 
 @pytest.fixture(scope="module")
@@ -297,6 +297,19 @@ def test_train_is_reproducible_documented_and_compressed(files, tmp_path, capsys
         assert f"{name} ({cls.__name__})" in out
     assert "all_possible_states=False" in out and "n_rounds=100" in out
     assert "feature presets" in out and "swvm:" in out
+
+
+def test_train_help_lists_exactly_the_preset_registry(capsys):
+    """``train --help`` lists the presets of sklstruct.features.PRESETS, with
+    their descriptions, and --features accepts exactly them."""
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    out = capsys.readouterr().out
+    listed = out.split("feature presets (--features NAME):\n", 1)[1].rstrip("\n").split("\n")
+    assert listed == [f"  {name}: {preset.description}" for name, preset in PRESETS.items()]
+    assert "--features {" + ",".join(PRESETS) + "}" in out
+    windowed = [name for name, preset in PRESETS.items() if preset.window is None]
+    assert windowed == ["S3"] and "window for --templates and S3 (default 1)" in out
 
 
 def test_docstart_lines_are_kept_and_counted_like_conlleval(files, tmp_path, capsys):

@@ -13,7 +13,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction import FeatureHasher
 from sklearn.pipeline import make_pipeline
 
-from sklstruct.features import BOS, EOS, SequenceVectorizer, feature_set
+from sklstruct.features import BOS, EOS, SequenceVectorizer, word_shape
 
 SENT = [("The", "DT"), ("U.S.", "NNP"), ("well-known", "JJ"), ("1,000", "CD")]
 
@@ -44,6 +44,14 @@ def test_column_and_derived_templates():
     assert [f[6] for f in feats[2:]] == ["shape=x-x", "shape=d,d"]
     # Affixes longer than the word give the whole word.
     assert features(["prefix9"])[0] == ["prefix9=The"]
+
+
+def test_word_shape_is_the_shape_atom():
+    words = ["Confidence", "U.S.", "1,000", "well-known", "Ärger", "x", "", "ÀB12c"]
+    assert [word_shape(w) for w in words] == ["Xx", "X.X.", "d,d", "x-x", "Xx", "x", "",
+                                              "Xdx"]
+    feats = features(["shape"], [words[:4]])
+    assert feats == [[f"shape={word_shape(w)}"] for w in words[:4]]
 
 
 @pytest.mark.parametrize(
@@ -493,30 +501,6 @@ def test_inside_pipeline():
 # Feature sets of Altun et al. (2003)
 # ---------------------------------------------------------------------------
 
-S2_PLAIN = ["word", "suffix1", "suffix2", "suffix3", "first_lower", "first_upper",
-            "first_alnum", "title_dot", "is_upper", "has_hyphen"]
-
-
-def test_feature_sets_are_plain_templates():
-    X = [SENT, [("Mr.", "NNP"), ("x-ray", "NN")]]
-    s1, s2, s3 = (feature_set(n) for n in ("S1", "S2", "S3"))
-    assert s1.get_params()["window"] == s2.get_params()["window"] == 0
-    assert s1.token_features(X) == SequenceVectorizer(["word"]).token_features(X)
-    assert s2.token_features(X) == SequenceVectorizer(S2_PLAIN).token_features(X)
-    explicit = [f"{t}[{k}]" for t in S2_PLAIN for k in (-1, 0, 1)]
-    assert s3.token_features(X) == SequenceVectorizer(explicit).token_features(X)
-    assert feature_set("S2").token_features(X)[1][0] == [
-        "word=Mr.", "suffix1=.", "suffix2=r.", "suffix3=Mr.", "first_upper",
-        "first_alnum", "title_dot"]
-    s3w2 = feature_set("S3", window=2, min_freq=2).fit(X)
-    assert s3w2.min_freq == 2 and len(s3w2.templates_) == 5 * len(S2_PLAIN)
-    assert feature_set("S1", window=3).window == 0
-    ner = feature_set("ner", window=3)
-    assert ner.window == 1 and "pos[-1]|pos" in ner.templates and "shape" in ner.templates
-    with pytest.raises(ValueError, match="Unknown feature set 'S4'"):
-        feature_set("S4")
-
-
 # ---------------------------------------------------------------------------
 # A larger synthetic corpus
 # ---------------------------------------------------------------------------
@@ -802,20 +786,6 @@ def test_different_tokens_never_share_a_conjunction(X):
                 template = name.split("=", 1)[0]
                 if template in values:
                     assert seen.setdefault(name, values[template]) == values[template]
-
-
-def test_swvm_feature_set_is_appendix_b():
-    """Ringel, Dror & Reichart, Appendix B: 6 unigram, 9 bigram and 4 trigram
-    templates over words and POS tags at offsets -1..+1."""
-    vec = feature_set("swvm")
-    assert vec.window == 0 and len(vec.templates) == 19
-    arity = [t.count("|") + 1 for t in vec.templates]
-    assert (arity.count(1), arity.count(2), arity.count(3)) == (6, 9, 4)
-    X = [[("The", "DT"), ("dog", "NN"), ("barks", "VBZ")]]
-    Xt = vec.fit_transform(X)
-    # every template fires on the middle token; at the edges those that
-    # need a missing neighbour do not (or fire on the boundary marker)
-    assert Xt[0][1].nnz == 19
 
 
 def test_boundary_skip_and_position_flags():

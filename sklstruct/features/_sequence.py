@@ -1,0 +1,341 @@
+"""SequenceVectorizer: sentences of tokens to one sparse feature matrix per
+sentence, through the templates."""
+from itertools import repeat
+from numbers import Integral
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.feature_extraction import FeatureHasher
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ..chain import StackedSentences
+from ._base import _SentencesOut
+from ._templates import _MAX_OFFSET, _parse_templates
+from ._tokens import _Corpus
+
+
+class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
+    """Map sentences to per-token sparse feature matrices.
+
+    Features are produced by templates (see :mod:`sklstruct.features` for
+    the template mini-language); ``fit`` learns a vocabulary of feature
+    names, ``transform`` returns one ``scipy.sparse.csr_matrix`` of shape
+    ``(n_tokens, n_features_out_)`` per sentence, with value 1.0 for each
+    feature of each token.  Features unseen during ``fit`` are ignored.
+
+    Parameters
+    ----------
+    templates : list or tuple of str, default=("word",)
+        Feature templates, e.g. ``["bias", "word", "suffix3", "pos[-1]|pos"]``.
+    window : int, default=0
+        Templates written without an explicit offset (except ``bias``) are
+        expanded to offsets ``-window`` to ``+window``.  At most 1000, as are
+        explicit offsets; the templates may expand to at most 10000 template
+        instances of 100000 atoms in all.
+    min_freq : int, default=1
+        Features occurring on fewer than ``min_freq`` tokens of the training
+        data are dropped from the vocabulary.  Must be 1 with hashing.
+    hashing : bool, default=False
+        If True, map feature names to columns with
+        ``FeatureHasher(n_features, input_type="string",
+        alternate_sign=False)`` instead of a learned vocabulary (colliding
+        features of a token add up).
+    n_features : int, default=2**20
+        Number of columns with ``hashing=True``; ignored otherwise.
+    boundary : {"symbol", "skip"}, default="symbol"
+        What an atom reading beyond the sentence gives: the value
+        ``__BOS__`` / ``__EOS__`` (``"symbol"``: ``word[-1]=__BOS__`` on the
+        first token), or no feature (``"skip"``: CRFsuite's convention, as
+        in sklearn-crfsuite's tutorial, whose ``BOS`` / ``EOS`` features are
+        the ``is_first`` / ``is_last`` flags here).
+
+    Attributes
+    ----------
+    templates_ : list of str
+        Canonical template instances after window expansion, in the order
+        their features appear in :meth:`token_features`.  Each re-parses to
+        itself with ``window=0``.
+    vocabulary_ : dict of str to int
+        Feature name to column, names sorted alphabetically (not set with
+        ``hashing=True``).
+    n_features_out_ : int
+        Number of output columns.
+
+    See Also
+    --------
+    feature_set : Preset feature sets S1, S2, S3 of Altun et al. (2003).
+
+    Notes
+    -----
+    There is no ``n_features_in_``: the input is not a fixed-width array.
+
+    Examples
+    --------
+    >>> from sklstruct.features import SequenceVectorizer
+    >>> X = [[("He", "PRP"), ("reckons", "VBZ")]]
+    >>> vec = SequenceVectorizer(["bias", "word", "pos[-1]|pos"]).fit(X)
+    >>> vec.token_features(X)[0][1]
+    ['bias', 'word=reckons', 'pos[-1]|pos=PRP|VBZ']
+    >>> [m.shape for m in vec.transform(X)]
+    [(2, 5)]
+    """
+
+    _parameter_constraints = {
+        "templates": [list, tuple],
+        "window": [Interval(Integral, 0, _MAX_OFFSET, closed="both")],
+        "min_freq": [Interval(Integral, 1, None, closed="left")],
+        "hashing": ["boolean"],
+        "n_features": [Interval(Integral, 1, np.iinfo(np.int32).max, closed="both")],
+        "boundary": [StrOptions({"symbol", "skip"})],
+    }
+
+    def __init__(
+        self, templates=("word",), *, window=0, min_freq=1, hashing=False,
+        n_features=2**20, boundary="symbol",
+    ):
+        self.templates = templates
+        self.window = window
+        self.min_freq = min_freq
+        self.hashing = hashing
+        self.n_features = n_features
+        self.boundary = boundary
+
+    def __setstate__(self, state):
+        # vectorizers pickled before ``boundary`` existed read as "symbol"
+        state.setdefault("boundary", "symbol")
+        if "templates_" in state:
+            state.setdefault("_boundary", "symbol")
+        super().__setstate__(state)
+
+    # -- fitting ------------------------------------------------------------
+
+    def _prepare(self):
+        """Validate the parameters and parse the templates."""
+        for param in ("window", "min_freq", "n_features"):
+            if isinstance(getattr(self, param), (bool, np.bool_)):
+                raise TypeError(
+                    f"{param}={getattr(self, param)} must be an int, not a bool."
+                )
+        if self.hashing and self.min_freq != 1:
+            raise ValueError(
+                f"min_freq={self.min_freq} cannot be used with hashing=True: "
+                "hashed features keep no counts; use min_freq=1."
+            )
+        return _parse_templates(self.templates, self.window)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Learn the template instances and the vocabulary of features.
+
+        Parameters
+        ----------
+        X : sequence of sentences
+            Sentences of tokens (str, tuple/list of str or dict of str).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : SequenceVectorizer
+            Fitted vectorizer.
+        """
+        self._fit(_Corpus(X, self.boundary))
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit_transform(self, X, y=None):
+        """Fit to ``X`` and transform it, computing the features once.
+
+        Parameters
+        ----------
+        X : sequence of sentences
+            As in :meth:`fit`.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        Xt : StackedSentences
+            One ``(n_tokens, n_features_out_)`` float64 CSR matrix per sentence,
+            held as one stacked matrix (see :meth:`transform`).
+        """
+        corpus = _Corpus(X, self.boundary)
+        columns = self._fit(corpus)
+        return self._assemble(corpus, columns)
+
+    def _fit(self, corpus):
+        instances = self._prepare()
+        columns = [corpus.template(name, atoms) for name, atoms in instances]
+        if self.hashing:
+            self.__dict__.pop("vocabulary_", None)
+            self._set_templates(instances, self.n_features)
+            return columns
+        # Names from different templates differ (their prefixes do), so
+        # a name can repeat only within a template, e.g. a word "__BOS__".
+        counts = {}
+        for codes, names, mask in columns:
+            freq = np.bincount(codes if mask is None else codes[mask],
+                               minlength=len(names))
+            present = np.flatnonzero(freq).tolist()
+            template_counts = dict(zip(map(names.__getitem__, present),
+                                       freq[present].tolist()))
+            if len(template_counts) < len(present):  # repeated names: add up
+                template_counts = {}
+                for i in present:
+                    template_counts[names[i]] = (
+                        template_counts.get(names[i], 0) + int(freq[i])
+                    )
+            counts.update(template_counts)
+        min_freq = self.min_freq
+        kept = sorted(
+            counts if min_freq == 1
+            else (name for name, c in counts.items() if c >= min_freq)
+        )
+        if not kept:
+            raise ValueError(
+                "No feature fires on X: the vocabulary is empty."
+                if not counts
+                else f"No feature occurs at least min_freq={min_freq} times; "
+                "lower min_freq."
+            )
+        self.vocabulary_ = dict(zip(kept, range(len(kept))))
+        self._set_templates(instances, len(kept))
+        return columns
+
+    def _set_templates(self, instances, n_features_out):
+        self._instances = instances
+        self._boundary = self.boundary
+        self.templates_ = [name for name, _ in instances]
+        self.n_features_out_ = n_features_out
+
+    # -- transforming -------------------------------------------------------
+
+    def _lookup(self, names):
+        """Column of each feature name, -1 for names outside the vocabulary."""
+        if self.hashing:
+            hasher = FeatureHasher(
+                self.n_features, input_type="string", alternate_sign=False
+            )
+            # surrogatepass: a lone surrogate (e.g. from a file read with
+            # errors="surrogateescape") hashes instead of failing to encode.
+            return hasher.transform(
+                [name.encode("utf-8", "surrogatepass")] for name in names
+            ).indices
+        return np.fromiter(
+            map(self.vocabulary_.get, names, repeat(-1)),
+            dtype=np.intp,
+            count=len(names),
+        )
+
+    def _assemble(self, corpus, columns):
+        # Each template gives at most one feature per token: gather the
+        # columns in a (n_tokens, n_templates) table, -1 where none fires.
+        table = np.empty((corpus.n_tokens, len(columns)), dtype=np.int32)
+        for j, (codes, names, mask) in enumerate(columns):
+            col = self._lookup(names).astype(np.int32)[codes]
+            if mask is not None:
+                col[~mask] = -1
+            table[:, j] = col
+        table.sort(axis=1)
+        present = table >= 0
+        indptr = np.zeros(corpus.n_tokens + 1, dtype=np.int64)
+        np.cumsum(present.sum(axis=1), out=indptr[1:])
+        n_out = self.n_features_out_
+        matrix = sp.csr_matrix(
+            (np.ones(int(indptr[-1])), table[present], indptr),
+            shape=(corpus.n_tokens, n_out),
+        )
+        matrix.sum_duplicates()  # hash collisions
+        # one stacked matrix: the taggers read it as it is (no cut and re-stack)
+        return StackedSentences._trusted(matrix, corpus.starts.astype(np.int64),
+                                         corpus.word_keys())
+
+    def transform(self, X):
+        """Compute the feature matrix of each sentence.
+
+        Parameters
+        ----------
+        X : sequence of sentences
+            Sentences of tokens (str, tuple/list of str or dict of str).
+
+        Returns
+        -------
+        Xt : StackedSentences
+            A list of ``(n_tokens, n_features_out_)`` float64 CSR matrices, one
+            per sentence, held as one stacked matrix (see
+            :class:`sklstruct.chain.StackedSentences`); features not in the
+            vocabulary are ignored.
+        """
+        check_is_fitted(self, "templates_")
+        corpus = _Corpus(X, self._boundary)
+        columns = [corpus.template(name, atoms) for name, atoms in self._instances]
+        return self._assemble(corpus, columns)
+
+    def token_features(self, X):
+        """Feature names of every token, exactly as indexed by ``transform``.
+
+        Uses the fitted templates if the vectorizer is fitted, the current
+        parameters otherwise.  The names are not filtered by the vocabulary.
+
+        Parameters
+        ----------
+        X : sequence of sentences
+            Sentences of tokens (str, tuple/list of str or dict of str).
+
+        Returns
+        -------
+        features : list of list of list of str
+            ``features[s][t]`` lists the features of token ``t`` of sentence
+            ``s``, in template order.
+        """
+        if hasattr(self, "templates_"):
+            instances, boundary = self._instances, self._boundary
+        else:
+            self._validate_params()
+            instances, boundary = self._prepare(), self.boundary
+        corpus = _Corpus(X, boundary)
+        per_template = []
+        for name, atoms in instances:
+            codes, names, mask = corpus.template(name, atoms)
+            values = np.array(names, dtype=object)[codes]
+            if mask is not None:
+                values[~mask] = None
+            per_template.append(values.tolist())
+        if any(None in v for v in per_template):
+            flat = [[f for f in row if f is not None] for row in zip(*per_template)]
+        else:
+            flat = [list(row) for row in zip(*per_template)]
+        starts = corpus.starts.tolist()
+        return [flat[a:b] for a, b in zip(starts[:-1], starts[1:])]
+
+    def get_feature_names_out(self, input_features=None):
+        """Feature names of the output columns.
+
+        Parameters
+        ----------
+        input_features : None
+            Ignored; present for API consistency.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+            Name of each column (vocabulary mode only).
+        """
+        check_is_fitted(self, "templates_")
+        if self.hashing:
+            raise ValueError(
+                "get_feature_names_out is not available with hashing=True: "
+                "hashed columns have no names."
+            )
+        names = np.empty(len(self.vocabulary_), dtype=object)
+        for name, i in self.vocabulary_.items():
+            names[i] = name
+        return names
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.two_d_array = False
+        return tags

@@ -1,0 +1,62 @@
+"""The preset feature sets (sklstruct.features.presets): each a plain list of
+templates with its window and a one-line description, and feature_set."""
+import pytest
+
+from sklstruct.features import PRESETS, Preset, SequenceVectorizer, feature_set
+
+S2_PLAIN = ["word", "suffix1", "suffix2", "suffix3", "first_lower", "first_upper",
+            "first_alnum", "title_dot", "is_upper", "has_hyphen"]
+
+
+def test_feature_sets_are_plain_templates():
+    X = [[("The", "DT"), ("U.S.", "NNP"), ("well-known", "JJ"), ("1,000", "CD")],
+         [("Mr.", "NNP"), ("x-ray", "NN")]]
+    s1, s2, s3 = (feature_set(n) for n in ("S1", "S2", "S3"))
+    assert s1.get_params()["window"] == s2.get_params()["window"] == 0
+    assert s1.token_features(X) == SequenceVectorizer(["word"]).token_features(X)
+    assert s2.token_features(X) == SequenceVectorizer(S2_PLAIN).token_features(X)
+    explicit = [f"{t}[{k}]" for t in S2_PLAIN for k in (-1, 0, 1)]
+    assert s3.token_features(X) == SequenceVectorizer(explicit).token_features(X)
+    assert feature_set("S2").token_features(X)[1][0] == [
+        "word=Mr.", "suffix1=.", "suffix2=r.", "suffix3=Mr.", "first_upper",
+        "first_alnum", "title_dot"]
+    s3w2 = feature_set("S3", window=2, min_freq=2).fit(X)
+    assert s3w2.min_freq == 2 and len(s3w2.templates_) == 5 * len(S2_PLAIN)
+    assert feature_set("S1", window=3).window == 0
+    ner = feature_set("ner", window=3)
+    assert ner.window == 1 and "pos[-1]|pos" in ner.templates and "shape" in ner.templates
+    with pytest.raises(ValueError, match="Unknown feature set 'S4'"):
+        feature_set("S4")
+
+
+
+
+def test_swvm_feature_set_is_appendix_b():
+    """Ringel, Dror & Reichart, Appendix B: 6 unigram, 9 bigram and 4 trigram
+    templates over words and POS tags at offsets -1..+1."""
+    vec = feature_set("swvm")
+    assert vec.window == 0 and len(vec.templates) == 19
+    arity = [t.count("|") + 1 for t in vec.templates]
+    assert (arity.count(1), arity.count(2), arity.count(3)) == (6, 9, 4)
+    X = [[("The", "DT"), ("dog", "NN"), ("barks", "VBZ")]]
+    Xt = vec.fit_transform(X)
+    # every template fires on the middle token; at the edges those that
+    # need a missing neighbour do not (or fire on the boundary marker)
+    assert Xt[0][1].nnz == 19
+
+
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_every_preset_has_a_description_and_builds_its_vectorizer(name):
+    preset = PRESETS[name]
+    assert isinstance(preset, Preset)
+    text = preset.description
+    assert isinstance(text, str) and text.strip() == text and text
+    assert "\n" not in text and len(f"  {name}: {text}") <= 100
+    assert preset.templates and all(isinstance(t, str) for t in preset.templates)
+    vec = feature_set(name, window=3, min_freq=2)
+    assert isinstance(vec, SequenceVectorizer) and vec.min_freq == 2
+    assert vec.templates == list(preset.templates)
+    assert vec.window == (3 if preset.window is None else preset.window)
+    SequenceVectorizer(vec.templates, window=vec.window)._prepare()  # the templates parse
