@@ -405,9 +405,9 @@ class M3NTagger(ChainLearner):
 class M3NSGDTagger(M3NTagger):
     """Deprecated alias of :class:`M3NTagger` (the same parameters and model).
 
-    .. deprecated::
-        ``M3NSGDTagger`` trains by SMO or the working-set dual too (``solver=``);
-        use :class:`M3NTagger`.  The alias will be removed.
+    It was named when SGD was its only solver; it trains by structured SMO
+    and the working-set dual too (``solver=``).  Constructing it warns
+    (``FutureWarning``); the alias will be removed.
     """
 
     def __init__(self, *args, **kwargs):

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.optimize import minimize
+from sklearn.base import clone
 
-from sklstruct import M3NTagger, PassiveAggressiveTagger
+from sklstruct import M3NSGDTagger, M3NTagger, PassiveAggressiveTagger
 from sklstruct.chain import joint_feature
 from _oracles import dF, full_dual_optimum, random_problem, separable_problem, tiny_problem
 
@@ -608,3 +609,20 @@ def test_inspection_of_a_kernel_model_says_what_applies():
     assert len(transition_features(model)) == len(model.classes_) ** 2
     with pytest.raises(ValueError, match="kernel expansion"):
         state_features(model)
+
+
+# -- the deprecated name -----------------------------------------------------------------
+
+def test_m3nsgdtagger_is_a_deprecated_alias_of_m3ntagger():
+    X, y = random_problem(n=20, seed=1)
+    params = dict(C=0.5, solver="smo", max_iter=2, random_state=0)
+    with pytest.warns(FutureWarning, match="deprecated in favour of M3NTagger"):
+        old = M3NSGDTagger(**params)
+    assert isinstance(old, M3NTagger)
+    assert old.get_params() == M3NTagger(**params).get_params()
+    with pytest.warns(FutureWarning):
+        copy = clone(old)
+    assert type(copy) is M3NSGDTagger and copy.get_params() == old.get_params()
+    new = M3NTagger(**params).fit(X, y)
+    np.testing.assert_array_equal(old.fit(X, y).coef_, new.coef_)
+    assert pickle.loads(pickle.dumps(old)).score(X, y) == new.score(X, y)
