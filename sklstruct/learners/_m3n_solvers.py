@@ -197,10 +197,6 @@ class SMO(Solver):
         return factored_dual(data, codes, len(est.classes_), float(est.C))
 
     def check_warm(self, est, data, codes):
-        if not hasattr(est, "_edge"):
-            raise ValueError("this model was trained by solver='smo' of an earlier "
-                             "version (the working-set dual, now solver='working_set'); "
-                             "refit to continue training")
         check_same_dual(est, data, codes, est._C)
 
     def epoch(self, est, data, codes, order):
