@@ -1,4 +1,4 @@
-"""M3NSGDTagger: SGD with stochastic meta-descent against its SMO baseline and 1-best PA,
+"""M3NTagger: SGD with stochastic meta-descent against its SMO baseline and 1-best PA,
 and its kernels (Yu & Lam, Accelerated Training of Maximum Margin Markov Models for
 Sequence Labeling, Tables 2-3 and Figures 2-3).
 
@@ -49,7 +49,7 @@ from common import DEFAULT_DATA, report
 from sklearn.kernel_approximation import Nystroem
 from sklearn.pipeline import make_pipeline
 
-from sklstruct import M3NSGDTagger, PassiveAggressiveTagger, SequenceVectorizer, TokenTransformer
+from sklstruct import M3NTagger, PassiveAggressiveTagger, SequenceVectorizer, TokenTransformer
 from sklstruct.datasets import read_conll
 from sklstruct.metrics import chunk_report
 
@@ -131,13 +131,13 @@ def part_linear(data, passes, slow_passes):
     for task, ytr, yte in [("all chunks", data["ytr"], data["yte"]),
                            ("NP only", np_only(data["ytr"]), np_only(data["yte"]))]:
         models = {
-            "M3N SGD (SMD)": M3NSGDTagger(max_iter=passes, random_state=0),
-            "M3N SGD (SMD, mu=3e-5)": M3NSGDTagger(mu=3e-5, max_iter=passes, random_state=0),
-            "M3N structured SMO": M3NSGDTagger(solver="smo", max_iter=passes, random_state=0),
-            "M3N structured SMO, each visit to tol": M3NSGDTagger(
+            "M3N SGD (SMD)": M3NTagger(max_iter=passes, random_state=0),
+            "M3N SGD (SMD, mu=3e-5)": M3NTagger(mu=3e-5, max_iter=passes, random_state=0),
+            "M3N structured SMO": M3NTagger(solver="smo", max_iter=passes, random_state=0),
+            "M3N structured SMO, each visit to tol": M3NTagger(
                 solver="smo", max_smo_iter=1000, max_iter=slow_passes, random_state=0),
-            "M3N working-set dual": M3NSGDTagger(solver="working_set", max_iter=passes,
-                                                 random_state=0),
+            "M3N working-set dual": M3NTagger(solver="working_set", max_iter=passes,
+                                              random_state=0),
             "1-best PA, 10 epochs": PassiveAggressiveTagger(max_iter=10, random_state=0)}
         rows = {}
         for name, model in models.items():
@@ -171,10 +171,10 @@ def part_kernel_solvers(data, n, passes):
     ytr, yte = np_only(data["ytr"])[:n], np_only(data["yte"])
     out, curves = [], {}
     for kernel, params in KERNELS.items():
-        rows = {f"M3N SGD (SMD), {kernel}": M3NSGDTagger(max_iter=passes, random_state=0,
-                                                         **params),
-                f"M3N structured SMO, {kernel}": M3NSGDTagger(solver="smo", max_iter=passes,
-                                                              random_state=0, **params)}
+        rows = {f"M3N SGD (SMD), {kernel}": M3NTagger(max_iter=passes, random_state=0,
+                                                      **params),
+                f"M3N structured SMO, {kernel}": M3NTagger(solver="smo", max_iter=passes,
+                                                           random_state=0, **params)}
         rows = {name: run(m, data["Xtr"][:n], ytr, data["Xte"], yte)
                 for name, m in rows.items()}
         for name, r in rows.items():
@@ -199,13 +199,13 @@ def part_kernels(data, sizes, passes):
     for n in sizes:
         X, y = data["Xtr"][:n], ytr[:n]
         tokens = int(sum(map(len, y)))
-        models = {f"{name} kernel": M3NSGDTagger(max_iter=passes, random_state=0, **params)
+        models = {f"{name} kernel": M3NTagger(max_iter=passes, random_state=0, **params)
                   for name, params in KERNELS.items()
                   if name != "tanh" or n <= max(sizes) // 4}
         models["quadratic by Nystroem (1000 components) + linear"] = make_pipeline(
             TokenTransformer(Nystroem(kernel="poly", degree=2, gamma=1.0, coef0=1.0,
                                       n_components=1000, random_state=0)),
-            M3NSGDTagger(max_iter=passes, random_state=0))
+            M3NTagger(max_iter=passes, random_state=0))
         for name, model in models.items():
             r = run(model, X, y, data["Xte"], yte)
             r.update(name=name, n=n, tokens=tokens)
@@ -257,7 +257,7 @@ def main(argv=None):
         body += ("## Kernels on the NP task, by training-set size (Figure 3)\n\n"
                  f"SGD (SMD), {args.kernel_passes} passes; NP F1 on the full test set.\n\n"
                  + text + "\n")
-    report("M3NSGDTagger: SGD, SMO and kernels", "bench_m3n.py", argv, body, args.out)
+    report("M3NTagger: SGD, SMO and kernels", "bench_m3n.py", argv, body, args.out)
     if args.json:
         # parts run separately share one file
         path = Path(args.json)

@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from sklstruct import (KBestMIRATagger, LaRankTagger, M3NSGDTagger,  # noqa: E402
+from sklstruct import (KBestMIRATagger, LaRankTagger, M3NTagger,  # noqa: E402
                        PassiveAggressiveTagger, SDMTagger, StructuredPerceptronTagger,
                        SWVPTagger, feature_set)
 from sklstruct.datasets import load_conll2000, make_chunking_corpus  # noqa: E402
@@ -31,7 +31,7 @@ LEARNERS = {
     "SWVP": SWVPTagger(random_state=0),
     "SDM (k=2)": SDMTagger(k=2, C=0.1, random_state=0),
     "LaRank (k=2)": LaRankTagger(k=2, C=0.1, n_reprocess=2, random_state=0),
-    "M3N, SGD (SMD)": M3NSGDTagger(random_state=0),
+    "M3N, SGD (SMD)": M3NTagger(random_state=0),
 }
 
 

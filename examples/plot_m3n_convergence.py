@@ -6,7 +6,7 @@ Two pictures in the shape of Yu & Lam's Figures 2 and 3 ("Accelerated Training
 of Maximum Margin Markov Models for Sequence Labeling", COLING 2010):
 
 * left and middle: the objective J of eq. 4 against training time, for
-  ``M3NSGDTagger`` trained by SGD (SMD step sizes) and by the paper's
+  ``M3NTagger`` trained by SGD (SMD step sizes) and by the paper's
   baseline, structured SMO on the factored dual, with the linear kernel and
   with the quadratic kernel (NP chunking on a subset);
 * right: NP-chunk F1 and training time against the number of training
@@ -27,7 +27,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from sklstruct import M3NSGDTagger, SequenceVectorizer  # noqa: E402
+from sklstruct import M3NTagger, SequenceVectorizer  # noqa: E402
 from sklstruct.datasets import load_conll2000, make_chunking_corpus  # noqa: E402
 from sklstruct.metrics import chunk_report  # noqa: E402
 
@@ -50,7 +50,7 @@ def data(conll2000):
 def run_curves(Xtr, ytr, passes, kernel=None):
     curves = {}
     for name, params in [("M3N SGD (SMD)", {}), ("M3N structured SMO", {"solver": "smo"})]:
-        model = M3NSGDTagger(max_iter=passes, random_state=0, **params, **(kernel or {}))
+        model = M3NTagger(max_iter=passes, random_state=0, **params, **(kernel or {}))
         model.fit(Xtr, ytr)
         curves[name] = {"times": np.cumsum([h["seconds"] for h in model.history_]).tolist(),
                         "objective": model.objective_curve_.tolist()}
@@ -63,7 +63,7 @@ def run_sizes(Xtr, ytr, Xte, yte, sizes, passes):
     for n in sizes:
         for name, params in [("linear kernel", {}),
                              ("quadratic kernel", {"kernel": "poly", "degree": 2})]:
-            model = M3NSGDTagger(max_iter=passes, random_state=0, **params)
+            model = M3NTagger(max_iter=passes, random_state=0, **params)
             tic = time.perf_counter()
             model.fit(Xtr[:n], ytr[:n])
             rows.append({"name": name, "n": n, "train_s": time.perf_counter() - tic,

@@ -7,9 +7,12 @@ from .features import (DictSequenceVectorizer, SequenceVectorizer,  # noqa: E402
                        TokenTransformer, feature_set)
 from ._registry import ESTIMATORS  # noqa: E402
 
+from .learners.m3n import M3NSGDTagger  # noqa: E402  (deprecated alias of M3NTagger)
+
 globals().update({cls.__name__: cls for cls in ESTIMATORS.values()})
 
 __all__ = sorted(cls.__name__ for cls in ESTIMATORS.values()) + [
+    "M3NSGDTagger",
     "DictSequenceVectorizer",
     "SequenceVectorizer",
     "TokenTransformer",

@@ -7,7 +7,7 @@ from .learners.boosting import SequenceBoostingTagger
 from .learners.constrained import ConstrainedTagger
 from .learners.crf import CRFTagger
 from .learners.larank import LaRankTagger
-from .learners.m3n import M3NSGDTagger
+from .learners.m3n import M3NTagger
 from .learners.mixing import ParameterMixingTagger
 from .learners.mira import KBestMIRATagger
 from .learners.passive_aggressive import PassiveAggressiveTagger
@@ -26,7 +26,7 @@ TAGGERS = {
     "larank": LaRankTagger,
     "swvp": SWVPTagger,
     "swvm": SWVMTagger,
-    "m3n": M3NSGDTagger,
+    "m3n": M3NTagger,
     "crf": CRFTagger,
     "boosting": SequenceBoostingTagger,
 }

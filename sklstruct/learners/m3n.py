@@ -1,28 +1,28 @@
 """Max-margin Markov networks trained by stochastic gradient descent with
 stochastic meta-descent step sizes (Yu & Lam, sections 2-3), or by SMO on
-the dual (the paper's baseline)."""
-import math
+the dual (the paper's baseline).  The solvers are strategies in
+``_m3n_solvers.py``."""
+import inspect
 import threading
 import time
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._chain import COSTS, ChainData, ChainWeights
+from .._chain import ChainData, ChainWeights
+from .._kernel_scores import KERNELS, KernelFunction, KernelState, kernel_emissions
 from .._validation import MAX_C
 from ..chain import as_stacked, pack_chain, unpack_chain
-from ._base import (ChainLearner, _identity, check_same_dual, check_same_training_set,
-                    new_dual)
-from ._dual import dual_epoch
-from ._m3n import (KERNELS, SCHEDULES, STATE_FIELDS, KernelState, factored_smo_epoch,
-                   hinge_losses, kernel_emissions, kernel_sgd_epoch, new_state, sgd_epoch)
+from ._base import ChainLearner, _identity, check_same_training_set
+from ._m3n_sgd import SCHEDULES, hinge_losses
+from ._m3n_solvers import Solver, rows_of, solver_for
 
 
-class M3NSGDTagger(ChainLearner):
-    """Max-margin Markov network (M3N) for a linear chain, trained by SGD.
+class M3NTagger(ChainLearner):
+    """Max-margin Markov network (M3N) for a linear chain, trained by SGD or on its dual.
 
     Minimises the regularised structured hinge loss (Yu & Lam, eqs. 4 and
     9-11)::
@@ -38,7 +38,7 @@ class M3NSGDTagger(ChainLearner):
     with the auxiliary vector ``v <- lambda v - eta (g + lambda H v)``.  The
     hinge part is piecewise linear, so the Hessian of f_i is ``lam I`` and
     the Hessian-vector products are exact.  Updates are sparse: w and v are
-    held with scalar factors (see ``learners/_m3n.pyx``), so a step costs the
+    held with scalar factors (see ``learners/_m3n_sgd.pyx``), so a step costs the
     features of the tokens y* gets wrong, and the epoch runs in Cython
     without the GIL.
 
@@ -177,11 +177,11 @@ class M3NSGDTagger(ChainLearner):
     Examples
     --------
     >>> from sklearn.pipeline import make_pipeline
-    >>> from sklstruct import M3NSGDTagger, SequenceVectorizer
+    >>> from sklstruct import M3NTagger, SequenceVectorizer
     >>> from sklstruct.datasets import make_chunking_corpus
     >>> X, y = make_chunking_corpus(300, random_state=0)
     >>> model = make_pipeline(SequenceVectorizer(templates=("word", "pos"), window=1),
-    ...                       M3NSGDTagger(max_iter=5, random_state=0))
+    ...                       M3NTagger(max_iter=5, random_state=0))
     >>> model.fit(X, y).score(X, y) > 0.9
     True
 
@@ -215,6 +215,11 @@ class M3NSGDTagger(ChainLearner):
         "max_smo_iter": [Interval(Integral, 1, 10**9, closed="both"), None],
     }
     _parameter_constraints.pop("k")
+
+    #: The solvers' state (see ``learners/_m3n_solvers.py``) beyond the base's.
+    _TRAINING_STATE = ChainLearner._TRAINING_STATE + (
+        "_solver", "_sgd", "_aux", "_smd", "_support", "_support_vectors", "_beta", "_edge",
+        "_C", "_dual", "_train_labels", "_train_lengths")
 
     def __init__(self, C=1.0, solver="sgd", learning_rate="smd", eta0=0.03, mu=1e-4,
                  smd_lambda=0.99, power_t=0.5, kernel="linear", degree=2, gamma=1.0,
@@ -253,145 +258,28 @@ class M3NSGDTagger(ChainLearner):
         return 1 if self.kernel != "linear" else data.n_features
 
     def _new_state(self, data, codes):
-        if self.solver == "working_set" and self.kernel != "linear":
-            raise ValueError(f"kernel={self.kernel!r}: solver='working_set' is implemented for "
-                             "the linear kernel only; use solver='smo' or 'sgd'")
+        solver = solver_for(self.solver, self.kernel)
         for name in ("kkt_gap_", "dual_objective_", "eta_"):
             self.__dict__.pop(name, None)       # of an earlier fit with another solver
-        if self.solver == "smo" and self.average:
-            raise ValueError("average=True: solver='smo' predicts with the weights of its "
-                             "dual variables; averaging applies to solver='sgd' and "
-                             "'working_set'")
-        if self.solver == "smo" and self.order != 1:
-            raise ValueError("order=2: solver='smo' (structured SMO on the factored dual) is "
-                             "implemented for first-order chains; use solver='working_set' "
-                             "or 'sgd'")
-        state = {"_solver": self.solver, "_kernel": self._kernel_params(),
-                 "objective_curve_": np.zeros(0)}
-        if self.solver == "working_set":
-            state.update(new_dual(self, data, codes))
-            return state
-        if self.solver == "smo":
-            longest = int(data.lengths.max())
-            if longest > _MAX_GRAM_TOKENS:
-                raise ValueError(f"solver='smo' holds the Gram matrix of each sentence's tokens; "
-                                 f"the longest sentence has {longest} tokens (at most "
-                                 f"{_MAX_GRAM_TOKENS}): split it, or use solver='sgd'")
-            state.update(_factored_dual(data, codes, len(self.classes_), float(self.C)))
-            if self.kernel != "linear":
-                # the coefficients live in the support index alone
-                state["_support"] = KernelState(data.matrix, len(self.classes_), False, False)
-                state["_support"].beta = state.pop("_beta")
-            return state
-        W = self._weights
-        smd = self.learning_rate == "smd"
-        state.update(_sgd=new_state(float(self.eta0)),
-                     _aux=ChainWeights(W.n_features, W.n_labels, False, W.order))
-        if self.kernel != "linear":
-            state.update(_support=KernelState(data.matrix, W.n_labels, bool(self.average),
-                                              smd),
-                         _train_labels=codes, _train_lengths=data.lengths, _smd=smd)
-        return state
+        return {"_solver": solver, "_kernel": self._kernel_params(),
+                "objective_curve_": np.zeros(0), **solver.new_state(self, data, codes)}
 
     def _check_warm(self, data, codes):
-        if self._solver != self.solver:
-            raise ValueError(f"solver: cannot change solver from {self._solver!r} to "
+        if not isinstance(self._solver, Solver):
+            # a pickle of an earlier version kept the solver's name and a state vector
+            raise ValueError("this model was trained by an earlier version of sklstruct, "
+                             "whose training state this one cannot continue; refit")
+        if self._solver.name != self.solver:
+            raise ValueError(f"solver: cannot change solver from {self._solver.name!r} to "
                              f"{self.solver!r} when continuing training; refit")
         if self._kernel != self._kernel_params():
             raise ValueError(f"kernel: cannot change the kernel from {self._kernel} to "
                              f"{self._kernel_params()} when continuing training; refit")
-        if self.solver == "working_set":
-            check_same_dual(self, data, codes)
-        elif self.solver == "smo":
-            if not hasattr(self, "_edge"):
-                raise ValueError("this model was trained by solver='smo' of an earlier "
-                                 "version (the working-set dual, now solver='working_set'); "
-                                 "refit to continue training")
-            check_same_dual(self, data, codes, self._C)
-        elif self.kernel != "linear":
-            check_same_training_set(self, data, codes, "a kernel model's training")
-            if self._smd != (self.learning_rate == "smd"):
-                raise ValueError("learning_rate: cannot switch a kernel model to or from "
-                                 "'smd' when continuing training; refit")
+        self._solver.check_warm(self, data, codes)
 
     # -- one pass ------------------------------------------------------------------
     def _epoch(self, data, codes, order, rng):
-        if self.solver == "smo":
-            kernel = self._kernel[0] != "linear"
-            mistakes, steps, gap, overflow = factored_smo_epoch(
-                data, codes, order, self._coefs(), self._edge,
-                self._support if kernel else None, self._weights, _featureless(data),
-                self._C, float(self.tol), self._smo_cap(3), *self._kernel)
-            if overflow:
-                raise ValueError("training produced non-finite kernel values; scale the "
-                                 "features down, lower gamma or degree")
-            self.kkt_gap_ = gap
-            record = {"mistakes": mistakes, "smo_steps": steps, "kkt_gap": gap}
-            if kernel:
-                record["n_support"] = self._note_support(data)
-            return record
-        if self.solver == "working_set":
-            mistakes, steps, _ = dual_epoch(
-                self._dual, data, order, self._weights, 1, cost=COSTS["hamming"],
-                tol=float(self.tol), kappa=0.0, max_smo_steps=self._smo_cap(1000))
-            self.dual_objective_ = self._dual.objective
-            return {"mistakes": mistakes, "smo_steps": steps,
-                    "dual_objective": self._dual.objective}
-        n, C = data.n_sentences, float(self.C)
-        lam = 1.0 / (n * C)
-        s = self._sgd
-        # exact ||w||^2 and W~ . V~ at the start of each pass (no drift)
-        s[_WSQ], s[_WV] = self._held_products(data)
-        typw = math.sqrt(1.0 / math.sqrt(lam))
-        steps = (s, self.learning_rate, lam, float(self.eta0), float(self.mu),
-                 float(self.smd_lambda), float(self.power_t), 1.0 / (typw * lam), 0.5 / lam)
-        if self._kernel[0] == "linear":
-            result = sgd_epoch(data, codes, order, self._weights, self._aux, *steps)
-        else:
-            result = kernel_sgd_epoch(data, codes, order, self._support, self._weights,
-                                      self._aux, _featureless(data), *steps,
-                                      *self._kernel)
-        mistakes, updates, hinge, lo, hi = result
-        self.eta_ = float(s[_ETA])
-        record = {"mistakes": mistakes, "updates": updates, "mean_hinge": hinge / n,
-                  "eta_min": lo, "eta_max": hi}
-        if self._kernel[0] != "linear":
-            record["n_support"] = self._note_support(data)
-        return record
-
-    def _smo_cap(self, default):
-        return default if self.max_smo_iter is None else int(self.max_smo_iter)
-
-    def _coefs(self):
-        """``solver="smo"``: the emission coefficients beta = C [l = y_r] - m[r, l]
-        of the training tokens (a kernel model's are its support coefficients)."""
-        return self._support.beta if self._kernel[0] != "linear" else self._beta
-
-    def _note_support(self, data):
-        """Keep the support tokens' feature vectors for publishing; their number."""
-        rows = np.flatnonzero(self._support.is_sup)
-        self._support_vectors = _csr(data)[rows]
-        return len(rows)
-
-    def _held_products(self, data):
-        """(||w||^2, W~ . V~) of the held representation, computed afresh."""
-        a = self._sgd[0]
-        W, P, V = self._weights.W, self._weights.P, self._aux
-        if self._kernel[0] == "linear":
-            return a * a * (np.vdot(W, W) + np.vdot(P, P)), np.vdot(W, V.W) + np.vdot(P, V.P)
-        ks = self._support
-        rows = np.flatnonzero(ks.is_sup)
-        sq, wv = np.vdot(P, P), np.vdot(P, V.P)
-        if len(rows):
-            query = _rows_of(data, rows)
-            if self._smd:
-                E, EV = kernel_emissions(data, ks, ks.beta, query, *self._kernel,
-                                         coef2=ks.vco)
-                wv += np.vdot(ks.beta[rows], EV)
-            else:
-                E = kernel_emissions(data, ks, ks.beta, query, *self._kernel)
-            sq += np.vdot(ks.beta[rows], E)
-        return a * a * sq, wv
+        return self._solver.epoch(self, data, codes, order)
 
     def _after_epoch(self, data, codes):
         tic = time.perf_counter()
@@ -403,10 +291,7 @@ class M3NSGDTagger(ChainLearner):
                              "or lower eta0")
         self.objective_curve_ = np.append(self.objective_curve_, objective)
         record = {"objective": objective, "objective_seconds": time.perf_counter() - tic}
-        if self._solver == "smo":
-            # eq. 5: sum_i sum_y alpha_i(y) H(y) = sum_r (C - m[r, y_r]) = sum_r beta[r, y_r]
-            self.dual_objective_ = record["dual_objective"] = float(
-                self._coefs()[np.arange(len(codes)), codes].sum()) - 0.5 * sq
+        record.update(self._solver.after_epoch(self, codes, sq))
         return record
 
     def _describe(self, r):
@@ -423,20 +308,7 @@ class M3NSGDTagger(ChainLearner):
         """(W or support coefficients, P): the weights to predict with.  W is
         (n_features, L) for the linear kernel; with another kernel it is the
         (n_training_tokens, L) coefficients of the support tokens."""
-        if self._solver == "working_set":
-            return self._weights.averaged()
-        if self._solver == "smo":
-            W = self._coefs() if self._kernel[0] != "linear" else self._weights.W
-            return W.copy(), self._weights.P.copy()
-        s = dict(zip(STATE_FIELDS, self._sgd))
-        kernel = self._kernel[0] != "linear"
-        W = self._support.beta if kernel else self._weights.W
-        P = self._weights.P
-        if self._weights.average and s["n_avg"] > 0:
-            U = self._support.beta_sum if kernel else self._weights.W_sum
-            return ((s["A"] * W - U) / s["n_avg"],
-                    (s["A"] * P - self._weights.P_sum) / s["n_avg"])
-        return s["a"] * W, s["a"] * P
+        return self._solver.weights(self)
 
     def objective(self, X, y):
         """J(w) of eq. 4 on (X, y) for the weights predicted with:
@@ -458,7 +330,7 @@ class M3NSGDTagger(ChainLearner):
             E = None
             sq = np.vdot(W, W)
         else:
-            E = kernel_emissions(data, self._support, W, data, *self._kernel)
+            E = kernel_emissions(data, self._support, W, data, KernelFunction(*self._kernel))
             sq = np.vdot(W, E)
         return (float(sq + np.vdot(P, P)),
                 float(_hinge_losses(data, codes, W, P, E, self._weights.order).sum()))
@@ -515,6 +387,7 @@ class M3NSGDTagger(ChainLearner):
         E = np.empty((offsets[-1], len(self.classes_)))
         ranges = self._prediction_blocks(offsets)
         scratch = threading.local()
+        kernel = KernelFunction(*self._kernel)
 
         def block(a, b):
             # each thread its own scratch (the index arrays are shared, read only)
@@ -522,8 +395,8 @@ class M3NSGDTagger(ChainLearner):
             if mine is None:
                 mine = scratch.ks = ks.thread_copy()
             E[offsets[a]:offsets[b]] = kernel_emissions(
-                sv_data, mine, self.dual_coef_, _rows_of(c, slice(offsets[a], offsets[b])),
-                *self._kernel)
+                sv_data, mine, self.dual_coef_, rows_of(c, slice(offsets[a], offsets[b])),
+                kernel)
         self._run(block, ranges)
         return E, P
 
@@ -533,43 +406,22 @@ class M3NSGDTagger(ChainLearner):
         return self._decode_emissions(*self._emissions(data), data.offsets, then)
 
 
-_WSQ, _WV, _ETA = (STATE_FIELDS.index(f) for f in ("wsq", "wv", "eta"))
-#: The longest sentence structured SMO takes (its T x T token Gram matrix: 800 MB).
-_MAX_GRAM_TOKENS = 10_000
+class M3NSGDTagger(M3NTagger):
+    """Deprecated alias of :class:`M3NTagger` (the same parameters and model).
 
+    It was named when SGD was its only solver; it trains by structured SMO
+    and the working-set dual too (``solver=``).  Constructing it warns
+    (``FutureWarning``); the alias will be removed.
+    """
 
-def _factored_dual(data, codes, n_labels, C):
-    """The factored dual variables of a fresh start, all mass on the gold
-    sequences: emission coefficients beta = C [l = y_r] - m[r, l] = 0 and
-    edge marginals C at the gold transitions (see ``factored_smo_epoch``)."""
-    N = len(codes)
-    edge = np.zeros((N, n_labels, n_labels))
-    inner = np.ones(N, dtype=bool)
-    inner[data.offsets[:-1]] = False          # a sentence's first token has no edge in
-    rows = np.flatnonzero(inner)
-    edge[rows, codes[rows - 1], codes[rows]] = C
-    return {"_beta": np.zeros((N, n_labels)), "_edge": edge, "_C": C,
-            "_train_labels": codes, "_train_lengths": data.lengths}
+    def __init__(self, *args, **kwargs):
+        warnings.warn("M3NSGDTagger is deprecated in favour of M3NTagger, the same "
+                      "estimator (solver= picks 'sgd', 'smo' or 'working_set'); the alias "
+                      "will be removed", FutureWarning, stacklevel=2)
+        super().__init__(*args, **kwargs)
 
-
-def _featureless(data):
-    """``data`` with every feature removed (same sentences): its differences
-    dF are the chain part alone."""
-    n = data.offsets[-1]
-    return ChainData(np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int32),
-                     np.zeros(0), data.offsets, 1)
-
-
-def _csr(data):
-    """A ChainData's matrix as a CSR matrix (no copy)."""
-    return sp.csr_matrix((data.data, data.indices, data.indptr),
-                         shape=(len(data.indptr) - 1, data.n_features))
-
-
-def _rows_of(data, rows):
-    """The given rows of a ChainData's matrix as one-sentence ChainData."""
-    m = _csr(data)[rows]
-    return ChainData(m.indptr, m.indices, m.data, [0, m.shape[0]], m.shape[1])
+    # get_params and clone read the parameters from the signature
+    __init__.__signature__ = inspect.signature(M3NTagger.__init__)
 
 
 def _hinge_losses(data, codes, W, P, E, order):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from _oracles import make
 
-from sklstruct import M3NSGDTagger, SequenceVectorizer, StructuredPerceptronTagger
+from sklstruct import M3NTagger, SequenceVectorizer, StructuredPerceptronTagger
 from sklstruct._registry import META_TAGGERS, TAGGERS
 from sklstruct.datasets import make_chunking_corpus
 from sklstruct.learners._base import ChainLearner
@@ -117,7 +117,7 @@ def test_a_lean_model_refuses_to_continue_clearly(corpus):
         model.set_params(warm_start=True).fit(Xtr, ytr)
     np.testing.assert_array_equal(model.coef_, coef)
     model.set_params(warm_start=False).fit(Xtr, ytr)      # a fresh fit is fine
-    m3n = round_trip(M3NSGDTagger(max_iter=1, random_state=0).fit(Xtr, ytr))
+    m3n = round_trip(M3NTagger(max_iter=1, random_state=0).fit(Xtr, ytr))
     with pytest.raises(ValueError, match="training state"):
         m3n.objective(Xtr, ytr)
 
@@ -184,7 +184,7 @@ def test_astype_refusals(corpus):
     model = StructuredPerceptronTagger(max_iter=1, random_state=0).fit(Xtr, ytr)
     with pytest.raises(ValueError, match="float32 or float64"):
         model.astype(np.int32)
-    kernel = M3NSGDTagger(kernel="poly", max_iter=1, random_state=0).fit(Xtr[:40], ytr[:40])
+    kernel = M3NTagger(kernel="poly", max_iter=1, random_state=0).fit(Xtr[:40], ytr[:40])
     with pytest.raises(ValueError, match="no explicit"):
         kernel.astype(np.float32)
 

@@ -5,7 +5,7 @@ import pytest
 from joblib import parallel_config
 from _oracles import make
 
-from sklstruct import M3NSGDTagger, SequenceVectorizer
+from sklstruct import M3NTagger, SequenceVectorizer
 from sklstruct._registry import TAGGERS
 from sklstruct.datasets import make_chunking_corpus
 
@@ -41,7 +41,7 @@ def test_threads_predict_exactly_as_serial(corpus, name):
 
 def test_kernel_model_threads_predict_exactly_as_serial(corpus):
     X_train, y_train, X, y = corpus
-    model = M3NSGDTagger(kernel="poly", max_iter=2, eta0=0.01, random_state=0)
+    model = M3NTagger(kernel="poly", max_iter=2, eta0=0.01, random_state=0)
     same_outputs(model.fit(X_train[:80], y_train[:80]), X, y)
 
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from _oracles import brute_force
 
-from sklstruct import (ConstrainedTagger, DictSequenceVectorizer, M3NSGDTagger,
+from sklstruct import (ConstrainedTagger, DictSequenceVectorizer, M3NTagger,
                        SequenceVectorizer, StructuredPerceptronTagger)
 from sklstruct._viterbi import chain_marginals, decode_corpus
 from sklstruct.chain import (FORBIDDEN_TRANSITION, allowed_transitions, as_stacked, kbest_decode,
@@ -272,7 +272,7 @@ def test_tag_dictionary_predictions_use_seen_labels(corpus):
 def test_masked_emissions_decode_second_order_and_kernel_models(corpus, kind):
     Xtr, ytr, Xte, _ = corpus
     inner = (StructuredPerceptronTagger(max_iter=1, order=2, random_state=0) if kind == "order2"
-             else M3NSGDTagger(kernel="poly", degree=2, max_iter=1, random_state=0))
+             else M3NTagger(kernel="poly", degree=2, max_iter=1, random_state=0))
     model = ConstrainedTagger(inner, constraints="bio", label_dictionary=2).fit(Xtr[:80],
                                                                                  ytr[:80])
     data = Xte[:15]

@@ -1,4 +1,4 @@
-"""M3NSGDTagger: SGD with stochastic meta-descent on the M3N objective, its
+"""M3NTagger: SGD with stochastic meta-descent on the M3N objective, its
 structured SMO baseline on the factored dual, and the working-set dual solver
 (Yu & Lam, Accelerated Training of Maximum Margin Markov Models for Sequence
 Labeling, eqs. 4-5, 9-11, 15-18 and Figure 1; Taskar, Guestrin & Koller,
@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.optimize import minimize
+from sklearn.base import clone
 
-from sklstruct import M3NSGDTagger, PassiveAggressiveTagger
+from sklstruct import M3NSGDTagger, M3NTagger, PassiveAggressiveTagger
 from sklstruct.chain import joint_feature
 from _oracles import dF, full_dual_optimum, random_problem, separable_problem, tiny_problem
 
@@ -63,7 +64,7 @@ def weights_of(model):
 
 def test_objective_equals_eq_4_by_enumeration():
     X, y = tiny_problem(3)
-    model = M3NSGDTagger(C=0.7, max_iter=3, random_state=0).fit(X, y)
+    model = M3NTagger(C=0.7, max_iter=3, random_state=0).fit(X, y)
     D, costs, owner, _ = enumerate_constraints(X, y, 2)
     expected = primal_objective(weights_of(model), D, costs, owner, len(X), 0.7)
     assert model.objective(X, y) == pytest.approx(expected, rel=1e-12)
@@ -81,13 +82,13 @@ def test_both_solvers_approach_the_exact_optimum(seed):
     optimum, w_opt = primal_optimum(X, y, 2, C)
     assert full_dual_optimum(X, y, 2, C)[0] == pytest.approx(optimum, rel=1e-6)
     for solver in ["smo", "working_set"]:
-        smo = M3NSGDTagger(C=C, solver=solver, tol=1e-10, max_iter=300,
-                           random_state=0).fit(X, y)
+        smo = M3NTagger(C=C, solver=solver, tol=1e-10, max_iter=300,
+                        random_state=0).fit(X, y)
         assert smo.objective_curve_[-1] == pytest.approx(optimum, rel=1e-7), solver
         np.testing.assert_allclose(weights_of(smo), w_opt, atol=1e-4)
         assert smo.dual_objective_ == pytest.approx(optimum, rel=1e-7)
     for params in [dict(average=True), dict(learning_rate="optimal")]:
-        sgd = M3NSGDTagger(C=C, max_iter=300, random_state=0, **params).fit(X, y)
+        sgd = M3NTagger(C=C, max_iter=300, random_state=0, **params).fit(X, y)
         curve = sgd.objective_curve_
         assert curve.min() >= optimum * (1 - 1e-9)
         assert curve[-1] <= optimum * 1.02, params
@@ -133,7 +134,7 @@ def test_sgd_matches_a_dense_implementation_of_figure_1(schedule, average, mu):
     X, y = tiny_problem(5, n=5, max_T=3)
     params = dict(C=0.5, eta0=0.3, mu=mu, smd_lambda=0.9, learning_rate=schedule,
                   average=average)
-    model = M3NSGDTagger(max_iter=40, shuffle=False, **params).fit(X, y)
+    model = M3NTagger(max_iter=40, shuffle=False, **params).fit(X, y)
     expected = dense_sgd(X, y, 2, 0.5, 40, 0.3, mu, 0.9, schedule, average)
     np.testing.assert_allclose(weights_of(model), expected, rtol=1e-8, atol=1e-10)
     if schedule == "smd":
@@ -146,12 +147,12 @@ def test_scales_are_folded_without_changing_the_weights():
     X, y = tiny_problem(6, n=3, max_T=3)
     params = dict(C=0.01, eta0=16.0, learning_rate="constant", smd_lambda=0.5)
     for average in (False, True):
-        model = M3NSGDTagger(max_iter=30, shuffle=False, average=average, **params).fit(X, y)
+        model = M3NTagger(max_iter=30, shuffle=False, average=average, **params).fit(X, y)
         expected = dense_sgd(X, y, 2, 0.01, 30, 16.0, 0.0, 0.5, "constant", average)
         np.testing.assert_allclose(weights_of(model), expected, rtol=1e-8, atol=1e-10)
         # the support-token model folds its coefficients the same way
-        ker = M3NSGDTagger(max_iter=30, shuffle=False, average=average, kernel="poly",
-                           degree=1, gamma=1.0, coef0=0.0, **params).fit(X, y)
+        ker = M3NTagger(max_iter=30, shuffle=False, average=average, kernel="poly",
+                        degree=1, gamma=1.0, coef0=0.0, **params).fit(X, y)
         W = np.asarray(ker.support_vectors_.T @ ker.dual_coef_)
         np.testing.assert_allclose(W, model.coef_.T, rtol=1e-8, atol=1e-10)
         np.testing.assert_allclose(ker.transition_coef_, model.transition_coef_,
@@ -162,7 +163,7 @@ def test_scales_are_folded_without_changing_the_weights():
 def test_smd_step_sizes_stay_positive_and_bounded(mu, eta0):
     X, y = random_problem(n=40, seed=1)
     C = 0.1
-    model = M3NSGDTagger(C=C, mu=mu, eta0=eta0, max_iter=10, random_state=0).fit(X, y)
+    model = M3NTagger(C=C, mu=mu, eta0=eta0, max_iter=10, random_state=0).fit(X, y)
     lam = 1.0 / (len(X) * C)
     for h in model.history_:
         assert 0.0 < h["eta_min"] <= h["eta_max"] <= 0.5 / lam
@@ -175,15 +176,15 @@ def test_smd_step_sizes_stay_positive_and_bounded(mu, eta0):
     (dict(), 0.3, 60), (dict(kernel="poly", degree=2, gamma=0.3, coef0=1.0), 0.1, 300)])
 def test_sgd_and_smo_reach_the_same_objective_within_one_percent(kernel, C, passes):
     X, y = random_problem(n=60, n_features=8, seed=4)
-    smo = M3NSGDTagger(C=C, solver="smo", tol=1e-8, max_iter=passes, random_state=0,
-                       **kernel).fit(X, y)
+    smo = M3NTagger(C=C, solver="smo", tol=1e-8, max_iter=passes, random_state=0,
+                    **kernel).fit(X, y)
     assert smo.objective_curve_[-1] == pytest.approx(smo.dual_objective_, rel=1e-3)
-    sgd = M3NSGDTagger(C=C, average=True, eta0=0.1, mu=0.01, max_iter=150,
-                       random_state=0, **kernel).fit(X, y)
+    sgd = M3NTagger(C=C, average=True, eta0=0.1, mu=0.01, max_iter=150,
+                    random_state=0, **kernel).fit(X, y)
     assert sgd.objective_curve_[-1] == pytest.approx(smo.objective_curve_[-1], rel=0.01)
     if not kernel:
-        ws = M3NSGDTagger(C=C, solver="working_set", tol=1e-8, max_iter=60,
-                          random_state=0).fit(X, y)
+        ws = M3NTagger(C=C, solver="working_set", tol=1e-8, max_iter=60,
+                       random_state=0).fit(X, y)
         assert ws.objective_curve_[-1] == pytest.approx(smo.objective_curve_[-1], rel=1e-4)
 
 
@@ -191,7 +192,7 @@ def test_sgd_and_smo_reach_the_same_objective_within_one_percent(kernel, C, pass
 
 def marginals_of(model, X, y):
     """The node and edge marginals held by an SMO model, per sentence."""
-    beta, edge = model._coefs(), model._edge
+    beta, edge = model._solver.coefs(model), model._edge
     C, out, r = float(model.C), [], 0
     for x, gold in zip(X, y):
         T = len(gold)
@@ -259,8 +260,8 @@ def test_structured_smo_takes_the_steps_of_a_dense_implementation(max_steps, tol
     X = [x.multiply(rng.uniform(0.5, 1.5, x.shape)).tocsr() for x in X]
     C = 0.7
     w, duals = dense_factored_smo(X, y, 2, C, 3, tol, max_steps)
-    model = M3NSGDTagger(C=C, solver="smo", max_iter=3, shuffle=False, tol=tol,
-                         max_smo_iter=max_steps).fit(X, y)
+    model = M3NTagger(C=C, solver="smo", max_iter=3, shuffle=False, tol=tol,
+                      max_smo_iter=max_steps).fit(X, y)
     np.testing.assert_allclose(weights_of(model), w, atol=1e-10)
     np.testing.assert_allclose([h["dual_objective"] for h in model.history_], duals,
                                rtol=1e-10)
@@ -276,8 +277,8 @@ def test_factored_dual_holds_feasible_marginals_that_give_the_weights(passes, ma
     most J; and the dual never decreases from pass to pass."""
     X, y = tiny_problem(5, n=6, max_T=4)
     C = 0.9
-    model = M3NSGDTagger(C=C, solver="smo", max_iter=1, random_state=0, warm_start=True,
-                         max_smo_iter=max_steps)
+    model = M3NTagger(C=C, solver="smo", max_iter=1, random_state=0, warm_start=True,
+                      max_smo_iter=max_steps)
     duals = []
     for _ in range(passes):
         model.fit(X, y)
@@ -313,14 +314,14 @@ def test_smo_kernel_with_the_linear_product_is_the_explicit_model():
     X = [x.multiply(rng.uniform(0.5, 1.5, x.shape)).tocsr() for x in X]
     linear = dict(kernel="poly", degree=1, gamma=1.0, coef0=0.0)
     common = dict(solver="smo", max_iter=6, random_state=0, C=0.5, max_smo_iter=1)
-    lin = M3NSGDTagger(**common).fit(X, y)
-    ker = M3NSGDTagger(**linear, **common).fit(X, y)
+    lin = M3NTagger(**common).fit(X, y)
+    ker = M3NTagger(**linear, **common).fit(X, y)
     np.testing.assert_allclose(ker.objective_curve_, lin.objective_curve_, rtol=1e-9)
     assert ker.dual_objective_ == pytest.approx(lin.dual_objective_, rel=1e-9)
     assert [h["smo_steps"] for h in ker.history_] == [h["smo_steps"] for h in lin.history_]
     common.update(max_iter=150, max_smo_iter=1000, tol=1e-9)
-    lin = M3NSGDTagger(**common).fit(X, y)
-    ker = M3NSGDTagger(**linear, **common).fit(X, y)
+    lin = M3NTagger(**common).fit(X, y)
+    ker = M3NTagger(**linear, **common).fit(X, y)
     assert ker.objective_curve_[-1] == pytest.approx(lin.objective_curve_[-1], rel=1e-6)
     assert lin.dual_objective_ == pytest.approx(lin.objective_curve_[-1], rel=1e-6)
     W = np.asarray(ker.support_vectors_.T @ ker.dual_coef_)
@@ -330,7 +331,7 @@ def test_smo_kernel_with_the_linear_product_is_the_explicit_model():
 def test_smo_quadratic_kernel_reaches_the_optimum_of_its_explicit_feature_map():
     X, y = tiny_problem(3, n=5, max_T=3)
     common = dict(solver="smo", tol=1e-10, max_iter=200, random_state=0, C=0.6)
-    ker = M3NSGDTagger(kernel="poly", degree=2, gamma=0.5, coef0=1.5, **common).fit(X, y)
+    ker = M3NTagger(kernel="poly", degree=2, gamma=0.5, coef0=1.5, **common).fit(X, y)
     Phi = poly2_map(X, 0.5, 1.5)
     optimum, _ = primal_optimum(Phi, y, 2, 0.6)
     assert ker.objective_curve_[-1] == pytest.approx(optimum, rel=1e-7)
@@ -345,8 +346,8 @@ def test_smo_steps_stay_exact_when_the_exact_step_is_huge(C):
     X = [sp.csr_matrix([[2e-8, 1e-8], [2e-8, 2e-8], [1e-8, 2e-8], [2e-8, 2e-8],
                         [1e-8, 2e-8]])]
     y = [np.array([0, 2, 1, 2, 2])]
-    model = M3NSGDTagger(C=C, solver="smo", max_iter=1, shuffle=False, tol=0.0,
-                         max_smo_iter=20, warm_start=True)
+    model = M3NTagger(C=C, solver="smo", max_iter=1, shuffle=False, tol=0.0,
+                      max_smo_iter=20, warm_start=True)
     duals = []
     for _ in range(3):
         duals.append(model.fit(X, y).dual_objective_)
@@ -356,24 +357,24 @@ def test_smo_steps_stay_exact_when_the_exact_step_is_huge(C):
 
 def test_smo_state_is_dropped_unless_training_continues():
     X, y = random_problem(n=20, seed=3)
-    model = M3NSGDTagger(solver="smo", max_iter=2, random_state=0).fit(X, y)
+    model = M3NTagger(solver="smo", max_iter=2, random_state=0).fit(X, y)
     assert model.kkt_gap_ >= 0 and hasattr(model, "_edge")
     for copy in (pickle.loads(pickle.dumps(model)), model.astype(np.float32)):
         assert not any(hasattr(copy, name) for name in ("_edge", "_beta", "_C",
                                                         "_train_labels"))
         np.testing.assert_array_equal(np.concatenate(copy.predict(X)),
                                       np.concatenate(model.predict(X)))
-    resumable = M3NSGDTagger(solver="smo", max_iter=1, warm_start=True).fit(X, y)
+    resumable = M3NTagger(solver="smo", max_iter=1, warm_start=True).fit(X, y)
     assert hasattr(pickle.loads(pickle.dumps(resumable)), "_edge")
     model.set_params(solver="sgd").fit(X, y)
     assert not any(hasattr(model, name) for name in ("kkt_gap_", "dual_objective_", "_edge"))
     with pytest.raises(ValueError, match="average=True"):
-        M3NSGDTagger(solver="smo", average=True).fit(X, y)
+        M3NTagger(solver="smo", average=True).fit(X, y)
     with pytest.raises(ValueError, match="max_smo_iter"):
-        M3NSGDTagger(solver="smo", max_smo_iter=2 ** 70).fit(X, y)
+        M3NTagger(solver="smo", max_smo_iter=2 ** 70).fit(X, y)
     before = model.coef_.copy()
     with pytest.raises(ValueError, match="non-finite"):
-        M3NSGDTagger(solver="smo", kernel="poly", degree=10, gamma=1e5).fit(
+        M3NTagger(solver="smo", kernel="poly", degree=10, gamma=1e5).fit(
             [x * 1e40 for x in X], y)
     np.testing.assert_array_equal(model.coef_, before)
 
@@ -381,12 +382,12 @@ def test_smo_state_is_dropped_unless_training_continues():
 def test_smo_refuses_a_second_order_chain_and_working_set_a_kernel():
     X, y = random_problem(n=10)
     with pytest.raises(ValueError, match="first-order"):
-        M3NSGDTagger(solver="smo", order=2).fit(X, y)
+        M3NTagger(solver="smo", order=2).fit(X, y)
     with pytest.raises(ValueError, match="linear kernel only"):
-        M3NSGDTagger(solver="working_set", kernel="poly").fit(X, y)
+        M3NTagger(solver="working_set", kernel="poly").fit(X, y)
     long = sp.csr_matrix((10_001, X[0].shape[1]))
     with pytest.raises(ValueError, match="longest sentence has 10001 tokens"):
-        M3NSGDTagger(solver="smo").fit(X + [long], y + [np.zeros(10_001, dtype=int)])
+        M3NTagger(solver="smo").fit(X + [long], y + [np.zeros(10_001, dtype=int)])
 
 
 # -- learning ----------------------------------------------------------------------------
@@ -396,15 +397,15 @@ def test_smo_refuses_a_second_order_chain_and_working_set_a_kernel():
                                     dict(solver="smo", kernel="poly"), dict(order=2)])
 def test_separable_problem_reaches_zero_training_error(params):
     X, y = separable_problem()
-    model = M3NSGDTagger(C=10.0, max_iter=30, random_state=0, **params).fit(X, y)
+    model = M3NTagger(C=10.0, max_iter=30, random_state=0, **params).fit(X, y)
     assert model.score(X, y) == 1.0
 
 
 @pytest.mark.parametrize("solver", ["sgd", "smo", "working_set"])
 def test_warm_start_continues_exactly(solver):
     X, y = random_problem(n=30, seed=2)
-    once = M3NSGDTagger(solver=solver, max_iter=5, random_state=0).fit(X, y)
-    twice = M3NSGDTagger(solver=solver, max_iter=2, random_state=0, warm_start=True).fit(X, y)
+    once = M3NTagger(solver=solver, max_iter=5, random_state=0).fit(X, y)
+    twice = M3NTagger(solver=solver, max_iter=2, random_state=0, warm_start=True).fit(X, y)
     twice = pickle.loads(pickle.dumps(twice))
     twice.set_params(max_iter=3).fit(X, y)
     np.testing.assert_allclose(twice.coef_, once.coef_, rtol=1e-12, atol=1e-14)
@@ -412,13 +413,17 @@ def test_warm_start_continues_exactly(solver):
     with pytest.raises(ValueError, match="solver"):
         twice.set_params(solver={"sgd": "smo", "smo": "sgd", "working_set": "smo"}[solver]
                          ).fit(X, y)
+    # the state an earlier version pickled (the solver's name): a clear refusal
+    twice.set_params(solver=solver)._solver = solver
+    with pytest.raises(ValueError, match="earlier version"):
+        twice.fit(X, y)
 
 
 @pytest.mark.parametrize("params", [dict(solver="smo"), dict(solver="working_set"),
                                     dict(solver="smo", kernel="tanh", gamma=0.1)])
 def test_dual_solvers_refuse_another_training_set_or_C_when_continuing(params):
     X, y = random_problem(n=30, seed=2)
-    model = M3NSGDTagger(max_iter=1, warm_start=True, **params).fit(X, y)
+    model = M3NTagger(max_iter=1, warm_start=True, **params).fit(X, y)
     before = model.objective_curve_.copy()
     model = pickle.loads(pickle.dumps(model))
     model.fit(X, y)
@@ -431,19 +436,19 @@ def test_dual_solvers_refuse_another_training_set_or_C_when_continuing(params):
 
 def test_verbose_reports_objective_step_sizes_and_time(capsys):
     X, y = random_problem(n=20)
-    M3NSGDTagger(max_iter=2, verbose=1, random_state=0).fit(X, y)
+    M3NTagger(max_iter=2, verbose=1, random_state=0).fit(X, y)
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 2 and all("objective" in line and "eta" in line and " s" in line
                                  for line in out)
-    M3NSGDTagger(solver="smo", max_iter=1, verbose=1).fit(X, y)
+    M3NTagger(solver="smo", max_iter=1, verbose=1).fit(X, y)
     out = capsys.readouterr().out
     assert "SMO steps" in out and "KKT gap" in out
 
 
 def test_same_random_state_same_model_and_sgd_close_to_pa():
     X, y = random_problem(n=80, seed=3)
-    a = M3NSGDTagger(max_iter=5, random_state=7).fit(X, y)
-    b = M3NSGDTagger(max_iter=5, random_state=7).fit(X, y)
+    a = M3NTagger(max_iter=5, random_state=7).fit(X, y)
+    b = M3NTagger(max_iter=5, random_state=7).fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     pa = PassiveAggressiveTagger(max_iter=5, random_state=7).fit(X, y)
     assert a.score(X, y) >= pa.score(X, y) - 0.1
@@ -479,8 +484,8 @@ def test_linear_kernel_on_support_tokens_is_the_explicit_linear_model(params):
     rng = np.random.default_rng(0)      # real values: no exact ties between scores
     X = [x.multiply(rng.uniform(0.5, 1.5, x.shape)).tocsr() for x in X]
     common = dict(max_iter=8, random_state=0, eta0=0.1, mu=0.01, **params)
-    lin = M3NSGDTagger(**common).fit(X, y)
-    ker = M3NSGDTagger(kernel="poly", degree=1, gamma=1.0, coef0=0.0, **common).fit(X, y)
+    lin = M3NTagger(**common).fit(X, y)
+    ker = M3NTagger(kernel="poly", degree=1, gamma=1.0, coef0=0.0, **common).fit(X, y)
     np.testing.assert_allclose(ker.objective_curve_, lin.objective_curve_, rtol=1e-9)
     W = np.asarray(ker.support_vectors_.T @ ker.dual_coef_)
     np.testing.assert_allclose(W, lin.coef_.T, atol=1e-10)
@@ -498,9 +503,9 @@ def test_quadratic_kernel_equals_linear_model_on_its_explicit_feature_map(params
     alike (SMD's ||dF||^2, dF . V~ and W~ . V~ through the kernel included)."""
     X, y = random_problem(n=30, n_features=4, seed=6)
     common = dict(max_iter=6, random_state=0, eta0=0.01, mu=0.01, **params)
-    ker = M3NSGDTagger(kernel="poly", degree=2, gamma=0.5, coef0=1.5, **common).fit(X, y)
+    ker = M3NTagger(kernel="poly", degree=2, gamma=0.5, coef0=1.5, **common).fit(X, y)
     Phi = poly2_map(X, 0.5, 1.5)
-    lin = M3NSGDTagger(**common).fit(Phi, y)
+    lin = M3NTagger(**common).fit(Phi, y)
     np.testing.assert_allclose(ker.objective_curve_, lin.objective_curve_, rtol=1e-8)
     for a, b in zip(ker.predict(X), lin.predict(Phi)):
         np.testing.assert_array_equal(a, b)
@@ -512,8 +517,8 @@ def test_kernel_scores_and_objective_against_brute_force(kernel, gamma, coef0, d
     """Emission scores sum_j dual_coef_j k(x_t, x_j), Viterbi over them by
     enumeration, and J = 1/2 (sum_y b_y' K b_y + ||chain||^2) + C sum hinge."""
     X, y = tiny_problem(7, n=6, max_T=3)
-    model = M3NSGDTagger(kernel=kernel, gamma=gamma, coef0=coef0, degree=degree, C=0.5,
-                         max_iter=4, random_state=0, eta0=0.05).fit(X, y)
+    model = M3NTagger(kernel=kernel, gamma=gamma, coef0=coef0, degree=degree, C=0.5,
+                      max_iter=4, random_state=0, eta0=0.05).fit(X, y)
     S, B = model.support_vectors_, model.dual_coef_
     P = np.r_[model.transition_coef_, model.start_coef_[None], model.end_coef_[None]]
     hinge = 0.0
@@ -535,9 +540,9 @@ def test_kernel_scores_and_objective_against_brute_force(kernel, gamma, coef0, d
 
 def test_kernel_model_pickles_warm_starts_and_refuses_what_it_cannot_do():
     X, y = random_problem(n=30, seed=8)
-    once = M3NSGDTagger(kernel="poly", max_iter=4, random_state=0, eta0=0.01).fit(X, y)
-    twice = M3NSGDTagger(kernel="poly", max_iter=2, random_state=0, eta0=0.01,
-                         warm_start=True).fit(X, y)
+    once = M3NTagger(kernel="poly", max_iter=4, random_state=0, eta0=0.01).fit(X, y)
+    twice = M3NTagger(kernel="poly", max_iter=2, random_state=0, eta0=0.01,
+                      warm_start=True).fit(X, y)
     twice = pickle.loads(pickle.dumps(twice))
     twice.fit(X, y)
     np.testing.assert_allclose(twice.objective_curve_, once.objective_curve_, rtol=1e-12)
@@ -559,7 +564,7 @@ def test_kernel_model_pickles_warm_starts_and_refuses_what_it_cannot_do():
     with pytest.raises(ValueError, match="same training set"):
         twice.set_params(degree=2).fit(X[:-1], y[:-1])
     with pytest.raises(ValueError, match="linear kernel only"):
-        M3NSGDTagger(kernel="tanh", solver="working_set").fit(X, y)
+        M3NTagger(kernel="tanh", solver="working_set").fit(X, y)
     # a kernel that overflows: a clear error, the model as it was
     before = once.dual_coef_.copy()
     with pytest.raises(ValueError, match="non-finite"):
@@ -583,18 +588,18 @@ def test_nystroem_per_token_in_a_pipeline_is_the_kernel_model_on_training_tokens
     n_tokens = sum(x.shape[0] for x in X)
     kernel = dict(degree=2, gamma=0.5, coef0=1.0)
     common = dict(max_iter=5, random_state=0, eta0=0.01, mu=0.01)
-    ker = M3NSGDTagger(kernel="poly", **kernel, **common).fit(X, y)
+    ker = M3NTagger(kernel="poly", **kernel, **common).fit(X, y)
     pipe = make_pipeline(
         TokenTransformer(Nystroem(kernel="poly", n_components=n_tokens, random_state=0,
                                   **kernel)),
-        M3NSGDTagger(**common)).fit(X, y)
+        M3NTagger(**common)).fit(X, y)
     np.testing.assert_allclose(pipe[-1].objective_curve_, ker.objective_curve_, rtol=1e-6)
     for a, b in zip(pipe.predict(X), ker.predict(X)):
         np.testing.assert_array_equal(a, b)
     # the sketch is an approximation: it trains and predicts like any pipeline
     sketch = make_pipeline(TokenTransformer(PolynomialCountSketch(degree=2, n_components=64,
                                                                   random_state=0)),
-                           M3NSGDTagger(**common)).fit(X, y)
+                           M3NTagger(**common)).fit(X, y)
     assert len(sketch.predict(X)) == len(X)
     with pytest.raises(TypeError, match="fit and transform"):
         TokenTransformer("nystroem").fit(X)
@@ -604,7 +609,24 @@ def test_inspection_of_a_kernel_model_says_what_applies():
     from sklstruct.inspection import state_features, transition_features
 
     X, y = random_problem(n=20, seed=10)
-    model = M3NSGDTagger(kernel="poly", max_iter=2, random_state=0, eta0=0.01).fit(X, y)
+    model = M3NTagger(kernel="poly", max_iter=2, random_state=0, eta0=0.01).fit(X, y)
     assert len(transition_features(model)) == len(model.classes_) ** 2
     with pytest.raises(ValueError, match="kernel expansion"):
         state_features(model)
+
+
+# -- the deprecated name -----------------------------------------------------------------
+
+def test_m3nsgdtagger_is_a_deprecated_alias_of_m3ntagger():
+    X, y = random_problem(n=20, seed=1)
+    params = dict(C=0.5, solver="smo", max_iter=2, random_state=0)
+    with pytest.warns(FutureWarning, match="deprecated in favour of M3NTagger"):
+        old = M3NSGDTagger(**params)
+    assert isinstance(old, M3NTagger)
+    assert old.get_params() == M3NTagger(**params).get_params()
+    with pytest.warns(FutureWarning):
+        copy = clone(old)
+    assert type(copy) is M3NSGDTagger and copy.get_params() == old.get_params()
+    new = M3NTagger(**params).fit(X, y)
+    np.testing.assert_array_equal(old.fit(X, y).coef_, new.coef_)
+    assert pickle.loads(pickle.dumps(old)).score(X, y) == new.score(X, y)

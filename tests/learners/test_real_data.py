@@ -91,14 +91,14 @@ def test_conll2000_subset_crf(conll2000_subset):
                                     dict(solver="working_set", max_iter=4)],
                          ids=["sgd", "smo", "working_set"])
 def test_conll2000_subset_m3n(conll2000_subset, params):
-    """M3NSGDTagger with its default SMD steps, its structured SMO baseline and
+    """M3NTagger with its default SMD steps, its structured SMO baseline and
     the working-set dual solver: an F1
     floor, and the objective J of eq. 4 falls pass by pass at the start."""
-    from sklstruct import M3NSGDTagger
+    from sklstruct import M3NTagger
 
     X_train, y_train, X_test, y_test = conll2000_subset
     vec = feature_set("chunking")
-    model = M3NSGDTagger(**{"max_iter": 5, "random_state": 0, **params})
+    model = M3NTagger(**{"max_iter": 5, "random_state": 0, **params})
     model.fit(vec.fit_transform(X_train), y_train)
     report = chunk_report(y_test, model.predict(vec.transform(X_test)))
     assert report.f1 >= 0.90, str(report)
