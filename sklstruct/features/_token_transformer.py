@@ -19,9 +19,9 @@ class TokenTransformer(_SentencesOut, TransformerMixin, BaseEstimator):
     a linear tagger, for example
     ``TokenTransformer(Nystroem(kernel="poly", degree=2, coef0=1, gamma=1,
     n_components=2000))`` or ``PolynomialCountSketch``, followed by
-    ``M3NSGDTagger(kernel="linear")``: training and prediction then cost what
+    ``M3NTagger(kernel="linear")``: training and prediction then cost what
     the linear model costs, whatever the number of support tokens, at the
-    price of an approximate kernel (see :class:`~sklstruct.M3NSGDTagger`).
+    price of an approximate kernel (see :class:`~sklstruct.M3NTagger`).
     Dense outputs are stored as CSR matrices.
 
     Parameters
