@@ -29,7 +29,7 @@ from collections import Counter
 import numpy as np
 import scipy.sparse as sp
 
-from .._cky import LOSS_F1, LOSS_FP, LOSS_ZERO_ONE, cky
+from .._cky import LOSS_F1, LOSS_FP, LOSS_ZERO_ONE, CKYGrammar, LossTables, cky
 
 #: Loss names and the kernel's counting scheme for each of them.
 LOSSES = ("f1", "f1_binarized", "fp", "zero_one")
@@ -133,6 +133,9 @@ class CompiledGrammar:
         self.key_f1 = np.where(self.counted, base, -1).astype(np.int32)
         self.n_keys_f1 = int(base.max(initial=-1)) + 1
         self.key_bin = np.where(is_pre, -1, np.arange(S)).astype(np.int32)
+        self.kernel = CKYGrammar(S, self.binary_sorted, self.bin_start, self.chain_top,
+                                 self.chain_bottom, self.chain_start, self.chain_nodes,
+                                 self.chain_node_start, self.roots)
 
     # -- unary chains ---------------------------------------------------------
 
@@ -289,15 +292,15 @@ class CompiledGrammar:
         return np.ascontiguousarray(self.chain_unary @ np.asarray(w_unary, dtype=np.float64))
 
     def gold_tables(self, gold, n, loss):
-        """Arguments of the kernel that describe the gold tree for ``loss``."""
+        """The gold tree as the kernel counts ``loss`` against it
+        (:class:`~sklstruct._cky.LossTables`)."""
         W = n + 1
         if loss == "zero_one":
             # the kernel numbers binary rules in parent-sorted order
             rule = np.asarray(gold["rule"], dtype=np.int32)
             rule = np.where(rule >= 0, self.bin_rank[np.maximum(rule, 0)], -1).astype(np.int32)
-            return {"loss_kind": LOSS_ZERO_ONE, "gold_rule": rule,
-                    "gold_split": gold["split"], "gold_chain": gold["chain"],
-                    "gold_pos": gold["pos"]}
+            return LossTables(LOSS_ZERO_ONE, gold_rule=rule, gold_split=gold["split"],
+                              gold_chain=gold["chain"], gold_pos=gold["pos"])
         key = self.key_f1 if loss == "f1" else self.key_bin
         n_keys = self.n_keys_f1 if loss == "f1" else self.n_symbols
         nodes = np.asarray(gold["nodes"], dtype=np.int64).reshape(-1, 3)
@@ -305,8 +308,8 @@ class CompiledGrammar:
         keep = k >= 0
         table = np.zeros((W * W, max(n_keys, 1)), dtype=np.uint8)
         table[nodes[keep, 1] * W + nodes[keep, 2], k[keep]] = 1
-        return {"loss_kind": LOSS_F1 if loss in ("f1", "f1_binarized") else LOSS_FP,
-                "key": key, "gold": table, "n_gold": int(keep.sum())}
+        return LossTables(LOSS_F1 if loss in ("f1", "f1_binarized") else LOSS_FP,
+                          key=key, gold=table, n_gold=int(keep.sum()))
 
     def decode(self, lex_pos, w_binary, w_chain, w_root, loss=None, gold=None, const=0.0,
                span=None, split=None, prune=True):
@@ -354,16 +357,14 @@ class CompiledGrammar:
         if loss is not None:
             if loss not in LOSSES:
                 raise ValueError(f"unknown loss {loss!r}; expected one of {LOSSES}")
-            kwargs = self.gold_tables(gold, n, loss)
+            kwargs["loss"] = self.gold_tables(gold, n, loss)
             kwargs["const"] = float(const)
         if span is not None:
             kwargs["span"] = np.ascontiguousarray(span, dtype=np.float64)
         if split is not None:
             kwargs["split"] = np.ascontiguousarray(split, dtype=np.float64)
         wb = np.ascontiguousarray(np.asarray(w_binary, dtype=np.float64)[self.bin_order])
-        args = (n, lex, self.preterminals, self.binary_sorted, wb, self.bin_start,
-                self.chain_top, self.chain_bottom, np.ascontiguousarray(w_chain, dtype=np.float64),
-                self.chain_start, self.chain_nodes, self.chain_node_start, self.roots,
+        args = (lex, self.kernel, wb, np.ascontiguousarray(w_chain, dtype=np.float64),
                 np.ascontiguousarray(w_root, dtype=np.float64))
         if loss is not None:
             kwargs["prune"] = bool(prune)
