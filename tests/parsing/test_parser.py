@@ -18,7 +18,7 @@ from sklstruct.parsing import Tree, binarize, parseval, unbinarize
 from sklstruct.qp import WorkingSetQP
 from sklstruct._qp import block_smo as smo
 from sklstruct.parsing.base import _labelled_tree
-from sklstruct.parsing.parser import FEATURE_SETS
+from sklstruct.parsing.model import FEATURE_SETS
 from sklstruct.parsing.spans import SPLIT_TEMPLATES, SpanFeatures, word_signature
 
 from _data import require_data
