@@ -306,7 +306,6 @@ class F1MaxMarginParser(JointFeatureMap, BaseParser):
         return {"sd": sd, "gold": gold, "psi": psi,
                 "psi_stack": sp.vstack(psi, format="csr")}
 
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train on sentences ``X`` and their trees ``y``.
