@@ -47,7 +47,8 @@ from sklearn.pipeline import make_pipeline
 
 from sklstruct import (F1MaxMarginParser, PCFGParser, SequenceVectorizer,
                        StructuredPerceptronTagger)
-from sklstruct.parsing import load_treebank, parseval
+from sklstruct.datasets import load_treebank
+from sklstruct.parsing import parseval
 from sklstruct.parsing.evalb import bracket_counts
 
 LOSSES = {"zero_one": "0/1 (bin.)", "fp": "#FP (bin.)", "f1_binarized": "F1 (bin.)", "f1": "F1"}

@@ -131,7 +131,7 @@ def _configs():
 
 def parser_results():
     import sklstruct as ss
-    from sklstruct.parsing import load_treebank
+    from sklstruct.datasets import load_treebank
 
     trees = [t for t in load_treebank(data_home=str(DATA)) if len(t.leaves()) <= 10]
     train, test = trees[:150], trees[150:220]

@@ -22,7 +22,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sklstruct import F1MaxMarginParser, PCFGParser  # noqa: E402
-from sklstruct.parsing import Tree, load_treebank, parseval  # noqa: E402
+from sklstruct.datasets import load_treebank  # noqa: E402
+from sklstruct.parsing import Tree, parseval  # noqa: E402
 
 #: Used when the treebank sample is not installed.
 TOY = [

@@ -82,23 +82,6 @@ LOSS_FP = K_FP
 LOSS_ZERO_ONE = K_ZERO_ONE
 
 
-cdef struct Entry:
-    double score
-    int32_t left      # binary: entry of the left child's final cell; chain: base entry
-    int32_t right     # binary: entry of the right child's final cell
-    int32_t rule      # binary rule id / chain id / POS symbol id
-    int16_t tp
-    int16_t fp
-    int16_t split     # binary: split point; -1 otherwise
-    int8_t kind       # 0 preterminal, 1 binary, 2 chain
-
-
-cdef struct Buffer:
-    Entry* data
-    Py_ssize_t size
-    Py_ssize_t cap
-
-
 cdef int buf_push(Buffer* b, Entry* e) noexcept nogil:
     cdef Entry* grown
     cdef Py_ssize_t cap
@@ -132,13 +115,6 @@ cdef inline int add_candidate(Buffer* cand, double score, Py_ssize_t left, Py_ss
     e.tp = <int16_t> tp
     e.fp = <int16_t> (fp if fp < fp_cap else fp_cap)
     return buf_push(cand, &e)
-
-
-cdef struct Scratch:
-    int32_t* grid       # best candidate per (tp, fp); malloc'ed, grown on demand
-    double* best_ge     # per fp: best score over the rows done with fp' >= fp
-    Py_ssize_t n_grid
-    Py_ssize_t n_fp
 
 
 cdef int flush_cell(Buffer* cand, Buffer* pool, int32_t* off, int32_t* cnt,
@@ -226,20 +202,41 @@ cdef inline double delta_of(int kind, int tp, int fp, int n_gold) noexcept nogil
     return 1.0
 
 
-cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
-                 const int32_t* binary, const double* w_binary, const int32_t* bin_start,
-                 const int32_t* chain_bottom, const double* w_chain, const int32_t* chain_start,
-                 const int32_t* chain_nodes, const int32_t* chain_node_start,
-                 const double* span, bint has_span, const double* split, bint has_split,
-                 const int32_t* key, const uint8_t* gold, int n_keys,
-                 const int32_t* gold_rule, const int32_t* gold_split,
-                 const int32_t* gold_chain, const int32_t* gold_pos,
-                 int loss_kind, int fp_cap, const double* floor_base,
-                 const double* floor_final,
-                 Buffer* cand, Buffer* pool, Scratch* sc, int32_t* base_off, int32_t* base_cnt,
-                 int32_t* final_off, int32_t* final_cnt) noexcept nogil:
+cdef int run_cky(int n, const Rules* G, const Scores* w, const Gold* gd, int loss_kind,
+                 Chart* ch) noexcept nogil:
     """Fill the base and final cells of every span bottom-up.  Returns -1 on
     memory exhaustion."""
+    cdef int S = G.S
+    cdef const double* lex = w.lex
+    cdef const int32_t* binary = G.binary
+    cdef const double* w_binary = w.w_binary
+    cdef const int32_t* bin_start = G.bin_start
+    cdef const int32_t* chain_bottom = G.chain_bottom
+    cdef const double* w_chain = w.w_chain
+    cdef const int32_t* chain_start = G.chain_start
+    cdef const int32_t* chain_nodes = G.chain_nodes
+    cdef const int32_t* chain_node_start = G.chain_node_start
+    cdef const double* span = w.span
+    cdef bint has_span = w.has_span
+    cdef const double* split = w.split
+    cdef bint has_split = w.has_split
+    cdef const int32_t* key = gd.key
+    cdef const uint8_t* gold = gd.table
+    cdef int n_keys = gd.n_keys
+    cdef const int32_t* gold_rule = gd.rule
+    cdef const int32_t* gold_split = gd.split
+    cdef const int32_t* gold_chain = gd.chain
+    cdef const int32_t* gold_pos = gd.pos
+    cdef int fp_cap = gd.fp_cap
+    cdef const double* floor_base = ch.floor_base
+    cdef const double* floor_final = ch.floor_final
+    cdef Buffer* cand = &ch.cand
+    cdef Buffer* pool = &ch.pool
+    cdef Scratch* sc = &ch.sc
+    cdef int32_t* base_off = ch.base_off
+    cdef int32_t* base_cnt = ch.base_cnt
+    cdef int32_t* final_off = ch.final_off
+    cdef int32_t* final_cnt = ch.final_cnt
     cdef Entry* eb
     cdef Entry* ec
     cdef int length, i, j, s, A, B, C, r, c, k, m, nt, nf, dtp, dfp, mode_keys, mode_dec
@@ -340,53 +337,173 @@ cdef int run_cky(int n, int S, const double* lex, const int32_t* pos_ids, int P,
     return 0
 
 
-def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
-        int32_t[:, ::1] binary, double[::1] w_binary, int32_t[::1] bin_start,
-        int32_t[::1] chain_top, int32_t[::1] chain_bottom, double[::1] w_chain,
-        int32_t[::1] chain_start, int32_t[::1] chain_nodes, int32_t[::1] chain_node_start,
-        int32_t[::1] roots, double[::1] w_root,
-        int loss_kind=LOSS_NONE, double const=0.0,
-        int32_t[::1] key=None, uint8_t[:, ::1] gold=None, int n_gold=0,
-        int32_t[::1] gold_rule=None, int32_t[::1] gold_split=None,
-        int32_t[::1] gold_chain=None, int32_t[::1] gold_pos=None, int fp_cap=32767,
-        double[:, ::1] span=None, double[:, ::1] split=None, bint prune=False):
-    """Best (or most violating) tree of one sentence.
+cdef Py_ssize_t chain_max_len(int32_t[::1] chain_node_start):
+    cdef Py_ssize_t c, m = 0
+    for c in range(chain_node_start.shape[0] - 1):
+        if chain_node_start[c + 1] - chain_node_start[c] > m:
+            m = chain_node_start[c + 1] - chain_node_start[c]
+    return m
+
+
+cdef class CKYGrammar:
+    """A binarized grammar in the layout of :func:`cky`, validated once.
 
     Parameters
     ----------
-    n : int
-        Number of tokens, ``>= 1``.
-    lex : (n, S) float64
-        Preterminal scores; ``-inf`` for symbols that are not POS tags.
-    pos_ids : (P,) int32
-        Symbol ids of the POS tags (for validation only).
-    binary : (R2, 3) int32
-        Binary rules ``(A, B, C)`` sorted by ``A``; ``bin_start`` (S + 1,) gives
-        each parent's rows.
-    w_binary : (R2,) float64
+    n_symbols : int
+        Symbols are ``0 .. n_symbols - 1`` (``S``).
+    binary_rules : (R2, 3) int32
+        Binary rules ``(A, B, C)`` sorted by ``A``.
+    bin_start : (S + 1,) int32
+        Each parent's rows of ``binary``.
     chain_top, chain_bottom : (Q,) int32
-        Top and bottom symbol of each unary chain, sorted by top;
-        ``chain_start`` (S + 1,) gives each top's chains.
-    w_chain : (Q,) float64
+        Top and bottom symbol of each unary chain, sorted by top.
+    chain_start : (S + 1,) int32
+        Each top symbol's chains.
     chain_nodes, chain_node_start : int32
         The symbols of chain ``c`` above its bottom are
         ``chain_nodes[chain_node_start[c]:chain_node_start[c + 1]]``.
-    roots : (R0,) int32, w_root : (R0,) float64
-        Allowed root symbols and their scores.
-    loss_kind : {0, 1, 2, 3}
-        ``LOSS_NONE`` (plain CKY, eq. 1), ``LOSS_F1`` (Delta = 1 - F1, eq. 4),
-        ``LOSS_FP`` (Delta = #FP), ``LOSS_ZERO_ONE``.
-    const : float
-        The constant ``1 - w . Psi(x, y*)`` of eq. 3.
+    roots : (R0,) int32
+        Symbols allowed at the root.
+
+    The arrays are kept (not copied) and must not be modified.
+    """
+    def __init__(self, int n_symbols, binary_rules, int32_t[::1] bin_start,
+                 int32_t[::1] chain_top, int32_t[::1] chain_bottom, int32_t[::1] chain_start,
+                 int32_t[::1] chain_nodes, int32_t[::1] chain_node_start,
+                 int32_t[::1] roots):
+        cdef int32_t[:, ::1] binary = binary_rules
+        cdef int S = n_symbols
+        cdef Py_ssize_t R2 = binary.shape[0], Q = chain_top.shape[0]
+        if binary.shape[1] != 3 or bin_start.shape[0] != S + 1:
+            raise ValueError("binary rules and bin_start have inconsistent shapes")
+        if (chain_bottom.shape[0] != Q or chain_start.shape[0] != S + 1
+                or chain_node_start.shape[0] != Q + 1):
+            raise ValueError("chain arrays have inconsistent shapes")
+        a_bin = np.asarray(binary)
+        if R2 and (a_bin.min() < 0 or a_bin.max() >= S):
+            raise ValueError("binary rule symbol out of range")
+        if R2 and np.any(np.diff(a_bin[:, 0]) < 0):
+            raise ValueError("binary rules must be sorted by parent")
+        if not np.array_equal(np.asarray(bin_start),
+                              np.searchsorted(a_bin[:, 0], np.arange(S + 1))):
+            raise ValueError("bin_start does not index the binary rules by parent")
+        a_top = np.asarray(chain_top)
+        if Q and (a_top.min() < 0 or a_top.max() >= S or np.asarray(chain_bottom).min() < 0
+                  or np.asarray(chain_bottom).max() >= S):
+            raise ValueError("chain symbol out of range")
+        if Q and np.any(np.diff(a_top) < 0):
+            raise ValueError("chains must be sorted by top symbol")
+        if not np.array_equal(np.asarray(chain_start), np.searchsorted(a_top, np.arange(S + 1))):
+            raise ValueError("chain_start does not index the chains by top symbol")
+        a_cns = np.asarray(chain_node_start)
+        if a_cns[0] != 0 or np.any(np.diff(a_cns) < 0) or a_cns[Q] != chain_nodes.shape[0]:
+            raise ValueError("chain_node_start is not a valid offset array")
+        if chain_nodes.shape[0] and (np.asarray(chain_nodes).min() < 0
+                                     or np.asarray(chain_nodes).max() >= S):
+            raise ValueError("chain node symbol out of range")
+        if roots.shape[0] and (np.asarray(roots).min() < 0 or np.asarray(roots).max() >= S):
+            raise ValueError("root symbol out of range")
+        self.n_symbols = S
+        # the arrays, held so that the pointers below stay valid
+        self.binary = a_bin
+        self.bin_start = np.asarray(bin_start)
+        self.chain_top = a_top
+        self.chain_bottom = np.asarray(chain_bottom)
+        self.chain_start = np.asarray(chain_start)
+        self.chain_nodes = np.asarray(chain_nodes)
+        self.chain_node_start = a_cns
+        self.roots = np.asarray(roots)
+        self.max_chain_len = chain_max_len(chain_node_start)
+        self.dummy = -1
+        self.rules.S = S
+        self.rules.binary = &binary[0, 0] if R2 else &self.dummy
+        self.rules.bin_start = &bin_start[0]
+        self.rules.chain_bottom = &chain_bottom[0] if Q else &self.dummy
+        self.rules.chain_start = &chain_start[0]
+        self.rules.chain_nodes = &chain_nodes[0] if chain_nodes.shape[0] else &self.dummy
+        self.rules.chain_node_start = &chain_node_start[0]
+        self.rules.roots = &roots[0] if roots.shape[0] else &self.dummy
+        self.rules.n_roots = roots.shape[0]
+
+    def __reduce__(self):
+        return (CKYGrammar, (self.n_symbols, self.binary, self.bin_start, self.chain_top,
+                             self.chain_bottom, self.chain_start, self.chain_nodes,
+                             self.chain_node_start, self.roots))
+
+
+cdef class LossTables:
+    """The gold tree of one sentence as loss-augmented :func:`cky` counts
+    against it.
+
+    Parameters
+    ----------
+    loss_kind : {1, 2, 3}
+        ``LOSS_F1`` (Delta = 1 - F1, eq. 4), ``LOSS_FP`` (Delta = #FP) or
+        ``LOSS_ZERO_ONE``.
     key : (S,) int32, gold : ((n + 1) ** 2, n_keys) uint8, n_gold : int
         Keyed counting (``LOSS_F1``, ``LOSS_FP``): bracket keys per symbol
         (-1 = not counted), gold bracket table by span id, and ``|y*|``.
     gold_rule, gold_split, gold_chain : ((n + 1) ** 2,) int32, gold_pos : (n,) int32
-        Decision counting (``LOSS_ZERO_ONE``): the gold tree's binary rule,
-        split and chain per span (-1 where the gold tree has no node), and its
-        POS tags.
-    fp_cap : int
+        Decision counting (``LOSS_ZERO_ONE``): the gold tree's binary rule (in
+        the kernel's parent-sorted numbering), split and chain per span (-1
+        where the gold tree has no node), and its POS tags.
+    fp_cap : int, default=32767
         ``fp`` saturates here (1 for ``LOSS_ZERO_ONE``).
+
+    Their shapes are checked against the sentence by :func:`cky`.
+    """
+    def __init__(self, int loss_kind, int32_t[::1] key=None, gold=None,
+                 int n_gold=0, int32_t[::1] gold_rule=None, int32_t[::1] gold_split=None,
+                 int32_t[::1] gold_chain=None, int32_t[::1] gold_pos=None, int fp_cap=32767):
+        if loss_kind not in (LOSS_F1, LOSS_FP, LOSS_ZERO_ONE):
+            raise ValueError(f"unknown loss_kind {loss_kind}")
+        if fp_cap < 1 or fp_cap > 32767:
+            raise ValueError("fp_cap must be in [1, 32767]")
+        if loss_kind == LOSS_ZERO_ONE:
+            if gold_rule is None or gold_split is None or gold_chain is None or gold_pos is None:
+                raise ValueError("gold_rule, gold_split, gold_chain and gold_pos are required "
+                                 "for the 0/1 loss")
+            fp_cap = 1
+        else:
+            if key is None or gold is None:
+                raise ValueError("key and gold are required for keyed losses")
+            if n_gold < 0:
+                raise ValueError("n_gold must be >= 0")
+        self.loss_kind = loss_kind
+        self.n_gold = n_gold
+        self.fp_cap = fp_cap
+        self.key = None if key is None else np.asarray(key)
+        cdef uint8_t[:, ::1] table = gold
+        self.gold = None if gold is None else np.asarray(table)
+        self.gold_rule = None if gold_rule is None else np.asarray(gold_rule)
+        self.gold_split = None if gold_split is None else np.asarray(gold_split)
+        self.gold_chain = None if gold_chain is None else np.asarray(gold_chain)
+        self.gold_pos = None if gold_pos is None else np.asarray(gold_pos)
+
+
+def cky(lex, CKYGrammar grammar, double[::1] w_binary, double[::1] w_chain,
+        double[::1] w_root, LossTables loss=None, double const=0.0, span=None, split=None,
+        bint prune=False):
+    """Best (or most violating) tree of one sentence.
+
+    Parameters
+    ----------
+    lex : (n, S) float64
+        Preterminal scores of the ``n >= 1`` tokens; ``-inf`` for symbols
+        that are not POS tags.
+    grammar : CKYGrammar
+    w_binary : (R2,) float64
+        Scores of the rows of ``grammar.binary``.
+    w_chain : (Q,) float64
+        Scores of the unary chains.
+    w_root : (R0,) float64
+        Scores of ``grammar.roots``.
+    loss : LossTables or None
+        None: plain CKY (eq. 1); else loss-augmented CKY (eq. 3) against the
+        gold tree it describes.
+    const : float
+        The constant ``1 - w . Psi(x, y*)`` of eq. 3.
     span : ((n + 1) ** 2, S) float64 or None
         Anchored scores: ``span[i * (n + 1) + j, A]`` is added for every node
         with symbol ``A`` over ``[i, j)`` (None: no anchored scores).
@@ -406,108 +523,77 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
     Returns
     -------
     None if no tree of length ``n`` is derived from a root symbol, else a dict
-    with ``value`` (score for ``LOSS_NONE``, else ``Delta * (const + score)``),
+    with ``value`` (score without a loss, else ``Delta * (const + score)``),
     ``score``, ``tp`` (0 for ``LOSS_FP``, which does not track it), ``fp``,
-    ``delta``, ``root``, ``nodes`` (int32 (M, 4) rows
-    ``(symbol, start, end, parent_row)`` in preorder, parent -1 at the root),
+    ``delta``, ``root``, ``decisions`` (rows ``(kind, id, start, end,
+    parent_row)`` in preorder: kind 1 a chain, 0 a binary node),
     ``binary_rules``, ``chains`` (ids used, with repetition) and ``pos``
     (the POS symbol of every token).
     """
-    cdef int S = lex.shape[1]
-    cdef int P = pos_ids.shape[0]
-    cdef int R2 = binary.shape[0]
-    cdef int Q = chain_top.shape[0]
+    cdef double[:, ::1] lex_v = lex
+    cdef double[:, ::1] span_v = span
+    cdef double[:, ::1] split_v = split
+    cdef int n = lex_v.shape[0]
+    cdef int S = grammar.n_symbols
+    cdef Py_ssize_t R2 = grammar.binary.shape[0]
+    cdef Py_ssize_t Q = grammar.chain_top.shape[0]
+    cdef Py_ssize_t R0 = grammar.roots.shape[0]
     cdef int W = n + 1
-    cdef int n_keys = 0
-    cdef int k, q, r
+    cdef int loss_kind = LOSS_NONE if loss is None else loss.loss_kind
     if n < 1:
         raise ValueError(f"cannot parse an empty sentence (n={n})")
     if n > 32000:
         raise ValueError(f"sentence of {n} tokens is longer than the kernel's limit of 32000")
-    if lex.shape[0] != n:
-        raise ValueError(f"lex has {lex.shape[0]} rows; expected n={n}")
-    if binary.shape[1] != 3 or w_binary.shape[0] != R2 or bin_start.shape[0] != S + 1:
-        raise ValueError("binary rules, their weights and bin_start have inconsistent shapes")
-    if (chain_bottom.shape[0] != Q or w_chain.shape[0] != Q or chain_start.shape[0] != S + 1
-            or chain_node_start.shape[0] != Q + 1):
-        raise ValueError("chain arrays have inconsistent shapes")
-    if roots.shape[0] != w_root.shape[0]:
-        raise ValueError("roots and w_root differ in length")
-    a_bin = np.asarray(binary)
-    if R2 and (a_bin.min() < 0 or a_bin.max() >= S):
-        raise ValueError("binary rule symbol out of range")
-    if R2 and np.any(np.diff(a_bin[:, 0]) < 0):
-        raise ValueError("binary rules must be sorted by parent")
-    if not np.array_equal(np.asarray(bin_start), np.searchsorted(a_bin[:, 0], np.arange(S + 1))):
-        raise ValueError("bin_start does not index the binary rules by parent")
-    a_top = np.asarray(chain_top)
-    if Q and (a_top.min() < 0 or a_top.max() >= S or np.asarray(chain_bottom).min() < 0
-              or np.asarray(chain_bottom).max() >= S):
-        raise ValueError("chain symbol out of range")
-    if Q and np.any(np.diff(a_top) < 0):
-        raise ValueError("chains must be sorted by top symbol")
-    if not np.array_equal(np.asarray(chain_start), np.searchsorted(a_top, np.arange(S + 1))):
-        raise ValueError("chain_start does not index the chains by top symbol")
-    a_cns = np.asarray(chain_node_start)
-    if a_cns[0] != 0 or np.any(np.diff(a_cns) < 0) or a_cns[Q] != chain_nodes.shape[0]:
-        raise ValueError("chain_node_start is not a valid offset array")
-    if chain_nodes.shape[0] and (np.asarray(chain_nodes).min() < 0
-                                 or np.asarray(chain_nodes).max() >= S):
-        raise ValueError("chain node symbol out of range")
-    if roots.shape[0] and (np.asarray(roots).min() < 0 or np.asarray(roots).max() >= S):
-        raise ValueError("root symbol out of range")
-    if span is not None and (span.shape[0] != W * W or span.shape[1] != S):
-        raise ValueError(f"span has shape {(span.shape[0], span.shape[1])}; expected "
+    if lex_v.shape[1] != S:
+        raise ValueError(f"lex has {lex_v.shape[1]} columns; expected the grammar's {S} symbols")
+    if w_binary.shape[0] != R2 or w_chain.shape[0] != Q or w_root.shape[0] != R0:
+        raise ValueError("w_binary, w_chain or w_root does not match the grammar")
+    if span_v is not None and (span_v.shape[0] != W * W or span_v.shape[1] != S):
+        raise ValueError(f"span has shape {(span_v.shape[0], span_v.shape[1])}; expected "
                          f"{(W * W, S)}")
-    if span is not None and not np.isfinite(np.asarray(span)).all():
+    if span_v is not None and not np.isfinite(np.asarray(span_v)).all():
         raise ValueError("span scores must be finite")
-    if split is not None and (split.shape[0] != W or split.shape[1] != S):
-        raise ValueError(f"split has shape {(split.shape[0], split.shape[1])}; expected "
+    if split_v is not None and (split_v.shape[0] != W or split_v.shape[1] != S):
+        raise ValueError(f"split has shape {(split_v.shape[0], split_v.shape[1])}; expected "
                          f"{(W, S)}")
-    if split is not None and not np.isfinite(np.asarray(split)).all():
+    if split_v is not None and not np.isfinite(np.asarray(split_v)).all():
         raise ValueError("split scores must be finite")
-    if loss_kind not in (LOSS_NONE, LOSS_F1, LOSS_FP, LOSS_ZERO_ONE):
-        raise ValueError(f"unknown loss_kind {loss_kind}")
-    if fp_cap < 1 or fp_cap > 32767:
-        raise ValueError("fp_cap must be in [1, 32767]")
-    if loss_kind == LOSS_ZERO_ONE:
-        fp_cap = 1
 
     cdef uint8_t dummy_gold = 0
     cdef int32_t dummy_int = -1
-    cdef const int32_t* p_key = &dummy_int
-    cdef const uint8_t* p_gold = &dummy_gold
-    cdef const int32_t* p_grule = &dummy_int
-    cdef const int32_t* p_gsplit = &dummy_int
-    cdef const int32_t* p_gchain = &dummy_int
-    cdef const int32_t* p_gpos = &dummy_int
+    cdef int32_t[::1] v_key, v_grule, v_gsplit, v_gchain, v_gpos
+    cdef uint8_t[:, ::1] v_gold
+    cdef Gold gd
+    gd.fp_cap = 32767 if loss is None else loss.fp_cap
+    gd.n_keys = 0
+    gd.key = &dummy_int
+    gd.table = &dummy_gold
+    gd.rule = &dummy_int
+    gd.split = &dummy_int
+    gd.chain = &dummy_int
+    gd.pos = &dummy_int
     if loss_kind == LOSS_F1 or loss_kind == LOSS_FP:
-        if key is None or gold is None:
-            raise ValueError("key and gold are required for keyed losses")
-        n_keys = gold.shape[1]
-        if key.shape[0] != S or gold.shape[0] != W * W:
+        v_key = loss.key
+        v_gold = loss.gold
+        gd.n_keys = v_gold.shape[1]
+        if v_key.shape[0] != S or v_gold.shape[0] != W * W:
             raise ValueError("key or gold has the wrong shape")
-        if np.asarray(key).max(initial=-1) >= n_keys or np.asarray(key).min(initial=0) < -1:
+        if loss.key.max(initial=-1) >= gd.n_keys or loss.key.min(initial=0) < -1:
             raise ValueError("key out of range")
-        if n_gold < 0:
-            raise ValueError("n_gold must be >= 0")
-        p_key = &key[0]
-        p_gold = &gold[0, 0] if n_keys > 0 else &dummy_gold
-        if n_keys == 0:
-            # no key can match: keep the pointers valid, every key is -1
-            if np.any(np.asarray(key) >= 0):
-                raise ValueError("key out of range")
+        gd.key = &v_key[0]
+        gd.table = &v_gold[0, 0] if gd.n_keys > 0 else &dummy_gold
     elif loss_kind == LOSS_ZERO_ONE:
-        if gold_rule is None or gold_split is None or gold_chain is None or gold_pos is None:
-            raise ValueError("gold_rule, gold_split, gold_chain and gold_pos are required "
-                             "for the 0/1 loss")
-        if (gold_rule.shape[0] != W * W or gold_split.shape[0] != W * W
-                or gold_chain.shape[0] != W * W or gold_pos.shape[0] != n):
+        v_grule = loss.gold_rule
+        v_gsplit = loss.gold_split
+        v_gchain = loss.gold_chain
+        v_gpos = loss.gold_pos
+        if (v_grule.shape[0] != W * W or v_gsplit.shape[0] != W * W
+                or v_gchain.shape[0] != W * W or v_gpos.shape[0] != n):
             raise ValueError("gold decision arrays have the wrong shape")
-        p_grule = &gold_rule[0]
-        p_gsplit = &gold_split[0]
-        p_gchain = &gold_chain[0]
-        p_gpos = &gold_pos[0]
+        gd.rule = &v_grule[0]
+        gd.split = &v_gsplit[0]
+        gd.chain = &v_gchain[0]
+        gd.pos = &v_gpos[0]
     cdef Py_ssize_t n_cells = <Py_ssize_t> W * W * S
     base_off_a = np.zeros(n_cells, dtype=np.int32)
     base_cnt_a = np.zeros(n_cells, dtype=np.int32)
@@ -517,96 +603,102 @@ def cky(int n, double[:, ::1] lex, int32_t[::1] pos_ids,
     cdef int32_t[::1] base_cnt = base_cnt_a
     cdef int32_t[::1] final_off = final_off_a
     cdef int32_t[::1] final_cnt = final_cnt_a
-    cdef Buffer pool, cand
-    pool.data = NULL
-    pool.size = 0
-    pool.cap = 0
-    cand.data = NULL
-    cand.size = 0
-    cand.cap = 0
+    cdef Chart ch
+    ch.pool.data = NULL
+    ch.pool.size = 0
+    ch.pool.cap = 0
+    ch.cand.data = NULL
+    ch.cand.size = 0
+    ch.cand.cap = 0
+    ch.base_off = &base_off[0]
+    ch.base_cnt = &base_cnt[0]
+    ch.final_off = &final_off[0]
+    ch.final_cnt = &final_cnt[0]
+    ch.floor_base = NULL
+    ch.floor_final = NULL
     # tp and fp never exceed the number of nodes of a tree
-    cdef Py_ssize_t max_nodes = (2 * n - 1) * (chain_max_len(chain_node_start) + 1) + n + 1
+    cdef Py_ssize_t max_nodes = (2 * n - 1) * (grammar.max_chain_len + 1) + n + 1
     if loss_kind != K_NONE and max_nodes > 32767:
         raise ValueError(f"a sentence of {n} tokens can have {max_nodes} nodes; the (tp, fp) "
                          "counts of loss-augmented CKY are limited to 32767")
-    cdef Scratch scratch
-    scratch.n_fp = max_nodes + 1
-    scratch.n_grid = 0
-    scratch.grid = NULL
-    best_a = np.empty(scratch.n_fp, dtype=np.float64)
+    ch.sc.n_fp = max_nodes + 1
+    ch.sc.n_grid = 0
+    ch.sc.grid = NULL
+    best_a = np.empty(ch.sc.n_fp, dtype=np.float64)
     cdef double[::1] best_v = best_a
-    scratch.best_ge = &best_v[0]
+    ch.sc.best_ge = &best_v[0]
     cdef int status
-    cdef const int32_t* p_binary = &binary[0, 0] if R2 else &dummy_int
-    cdef const double* p_wb = &w_binary[0] if R2 else NULL
-    cdef const int32_t* p_cb = &chain_bottom[0] if Q else &dummy_int
-    cdef const double* p_wc = &w_chain[0] if Q else NULL
-    cdef const int32_t* p_cn = &chain_nodes[0] if chain_nodes.shape[0] else &dummy_int
-    cdef const int32_t* p_pos = &pos_ids[0] if P else &dummy_int
     cdef double dummy_span = 0.0
-    cdef bint has_span = span is not None
-    cdef const double* p_span = &span[0, 0] if has_span else &dummy_span
-    cdef bint has_split = split is not None
-    cdef const double* p_split = &split[0, 0] if has_split else &dummy_span
+    cdef Scores sw
+    sw.lex = &lex_v[0, 0]
+    sw.w_binary = &w_binary[0] if R2 else NULL
+    sw.w_chain = &w_chain[0] if Q else NULL
+    sw.w_root = &w_root[0] if R0 else NULL
+    sw.has_span = span_v is not None
+    sw.span = &span_v[0, 0] if sw.has_span else &dummy_span
+    sw.has_split = split_v is not None
+    sw.split = &split_v[0, 0] if sw.has_split else &dummy_span
     cdef bint outside = prune and loss_kind != LOSS_NONE
     floor_base_a = np.full(n_cells if outside else 1, -np.inf)
     floor_final_a = np.full(n_cells if outside else 1, -np.inf)
     cdef double[::1] floor_base = floor_base_a
     cdef double[::1] floor_final = floor_final_a
+    cdef const Rules* G = &grammar.rules
     status = 0
     with nogil:
         if outside:
             # plain CKY, then the outside scores of every cell give floors
-            status = run_cky(n, S, &lex[0, 0], p_pos, P, p_binary, p_wb, &bin_start[0],
-                             p_cb, p_wc, &chain_start[0], p_cn, &chain_node_start[0],
-                             p_span, has_span, p_split, has_split, p_key, p_gold, n_keys,
-                             p_grule, p_gsplit, p_gchain, p_gpos, K_NONE, fp_cap, NULL, NULL,
-                             &cand, &pool, &scratch, &base_off[0], &base_cnt[0],
-                             &final_off[0], &final_cnt[0])
+            status = run_cky(n, G, &sw, &gd, K_NONE, &ch)
             if status == 0:
-                outside_floors(n, S, pool, p_binary, p_wb, &bin_start[0], p_cb, p_wc,
-                               &chain_start[0], p_cn, &chain_node_start[0], p_span, has_span,
-                               p_split, has_split, &roots[0] if roots.shape[0] else &dummy_int,
-                               &w_root[0] if roots.shape[0] else NULL, roots.shape[0], const,
-                               &base_off[0], &base_cnt[0], &final_off[0], &final_cnt[0],
-                               &floor_base[0], &floor_final[0])
-                pool.size = 0
+                ch.floor_base = &floor_base[0]
+                ch.floor_final = &floor_final[0]
+                outside_floors(n, G, &sw, const, &ch)
+                ch.pool.size = 0
         if status == 0:
-            status = run_cky(n, S, &lex[0, 0], p_pos, P, p_binary, p_wb, &bin_start[0],
-                             p_cb, p_wc, &chain_start[0], p_cn, &chain_node_start[0],
-                             p_span, has_span, p_split, has_split, p_key, p_gold, n_keys,
-                             p_grule, p_gsplit, p_gchain, p_gpos, loss_kind, fp_cap,
-                             &floor_base[0] if outside else NULL,
-                             &floor_final[0] if outside else NULL,
-                             &cand, &pool, &scratch, &base_off[0], &base_cnt[0],
-                             &final_off[0], &final_cnt[0])
+            status = run_cky(n, G, &sw, &gd, loss_kind, &ch)
     try:
         if status < 0:
             raise MemoryError("loss-augmented CKY ran out of memory (or a count exceeded "
                               "the node bound)")
-        return _best_root(n, S, pool, roots, w_root, final_off, final_cnt, loss_kind, const,
-                          n_gold, binary, chain_top, chain_bottom)
+        return _best_root(n, G, &sw, &ch, loss_kind, const,
+                          0 if loss is None else loss.n_gold)
     finally:
-        free(pool.data)
-        free(cand.data)
-        free(scratch.grid)
+        free(ch.pool.data)
+        free(ch.cand.data)
+        free(ch.sc.grid)
 
 
-cdef void outside_floors(int n, int S, Buffer pool, const int32_t* binary,
-                         const double* w_binary, const int32_t* bin_start,
-                         const int32_t* chain_bottom, const double* w_chain,
-                         const int32_t* chain_start, const int32_t* chain_nodes,
-                         const int32_t* chain_node_start, const double* span, bint has_span,
-                         const double* split, bint has_split, const int32_t* roots,
-                         const double* w_root, Py_ssize_t n_roots, double const,
-                         const int32_t* base_off, const int32_t* base_cnt,
-                         const int32_t* final_off, const int32_t* final_cnt,
-                         double* floor_base, double* floor_final) noexcept nogil:
+cdef void outside_floors(int n, const Rules* G, const Scores* w, double const,
+                         Chart* ch) noexcept nogil:
     """Viterbi outside scores of the cells of a plain CKY pass (one entry per
-    cell in ``pool``), turned into floors: an entry of a cell scoring below
-    ``-const - outside`` cannot complete to a tree with ``const + score > 0``.
-    The floor arrays hold the outside scores while they are computed (spans
-    from the longest down; in a span, final cells before base cells)."""
+    cell in ``ch.pool``), turned into floors (``ch.floor_base``,
+    ``ch.floor_final``): an entry of a cell scoring below ``-const - outside``
+    cannot complete to a tree with ``const + score > 0``.  The floor arrays
+    hold the outside scores while they are computed (spans from the longest
+    down; in a span, final cells before base cells)."""
+    cdef int S = G.S
+    cdef Buffer pool = ch.pool
+    cdef const int32_t* binary = G.binary
+    cdef const double* w_binary = w.w_binary
+    cdef const int32_t* bin_start = G.bin_start
+    cdef const int32_t* chain_bottom = G.chain_bottom
+    cdef const double* w_chain = w.w_chain
+    cdef const int32_t* chain_start = G.chain_start
+    cdef const int32_t* chain_nodes = G.chain_nodes
+    cdef const int32_t* chain_node_start = G.chain_node_start
+    cdef const double* span = w.span
+    cdef bint has_span = w.has_span
+    cdef const double* split = w.split
+    cdef bint has_split = w.has_split
+    cdef const int32_t* roots = G.roots
+    cdef const double* w_root = w.w_root
+    cdef Py_ssize_t n_roots = G.n_roots
+    cdef const int32_t* base_off = ch.base_off
+    cdef const int32_t* base_cnt = ch.base_cnt
+    cdef const int32_t* final_off = ch.final_off
+    cdef const int32_t* final_cnt = ch.final_cnt
+    cdef double* floor_base = ch.floor_base
+    cdef double* floor_final = ch.floor_final
     cdef int W = n + 1, length, i, j, s, A, B, C, r, c, k
     cdef Py_ssize_t sid, cell, lcell, rcell, n_cells = <Py_ssize_t> W * W * S
     cdef double o, v, anchor, li, ri, tol
@@ -682,25 +774,22 @@ cdef void outside_floors(int n, int S, Buffer pool, const int32_t* binary,
                 floor_final[cell] = v
 
 
-cdef Py_ssize_t chain_max_len(int32_t[::1] chain_node_start):
-    cdef Py_ssize_t c, m = 0
-    for c in range(chain_node_start.shape[0] - 1):
-        if chain_node_start[c + 1] - chain_node_start[c] > m:
-            m = chain_node_start[c + 1] - chain_node_start[c]
-    return m
 
-
-cdef object _best_root(int n, int S, Buffer pool, int32_t[::1] roots, double[::1] w_root,
-                       int32_t[::1] final_off, int32_t[::1] final_cnt, int loss_kind,
-                       double const, int n_gold, int32_t[:, ::1] binary,
-                       int32_t[::1] chain_top, int32_t[::1] chain_bottom):
+cdef object _best_root(int n, const Rules* G, const Scores* w, const Chart* ch, int loss_kind,
+                       double const, int n_gold):
     """Eq. 7: maximise over root entries, then backtrack."""
+    cdef int S = G.S
+    cdef Buffer pool = ch.pool
+    cdef const int32_t* roots = G.roots
+    cdef const double* w_root = w.w_root
+    cdef const int32_t* final_off = ch.final_off
+    cdef const int32_t* final_cnt = ch.final_cnt
     cdef Py_ssize_t sid = n  # span [0, n)
     cdef Py_ssize_t cell, a, best = -1
     cdef int k, best_root = -1
     cdef double v, best_v = -INFINITY, score
     cdef Entry* e
-    for k in range(roots.shape[0]):
+    for k in range(G.n_roots):
         cell = sid * S + roots[k]
         for a in range(final_off[cell], final_off[cell] + final_cnt[cell]):
             e = &pool.data[a]

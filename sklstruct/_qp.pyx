@@ -152,13 +152,34 @@ cdef double block_gap(const double* alpha, const double* grad, const long long* 
     return down - up if any_down else 0.0
 
 
-cdef int block_sweeps(const double* K, Py_ssize_t ld, const double* b, double* alpha,
-                      double* grad, Py_ssize_t m, const long long* ptr, const long long* idx,
-                      Py_ssize_t n_blocks, Py_ssize_t max_nb, double cap, double tol,
-                      int max_sweeps, double* worst_out) noexcept nogil:
+cdef struct BlockDual:
+    # the working-set dual of block_smo (validated by it)
+    const double* K          # Gram matrix, row stride ld (its top-left m x m block is used)
+    Py_ssize_t ld
+    const double* b
+    double* alpha            # (m) updated in place
+    double* grad             # (m) b - K alpha, kept up to date
+    Py_ssize_t m
+    const long long* ptr     # (n_blocks + 1) offsets into idx
+    const long long* idx     # the constraints of every block
+    Py_ssize_t n_blocks
+    Py_ssize_t max_nb        # the largest block
+    double cap               # bound on every block's sum
+
+
+cdef int block_sweeps(BlockDual* p, double tol, int max_sweeps,
+                      double* worst_out) noexcept nogil:
     """The loop of :func:`block_smo` (inputs validated).  Returns the number of
     sweeps, or -1 when out of memory."""
-    cdef Py_ssize_t w = max_nb + 1, e, t, u, nb, r, c
+    cdef const double* K = p.K
+    cdef Py_ssize_t ld = p.ld, m = p.m, n_blocks = p.n_blocks
+    cdef const double* b = p.b
+    cdef double* alpha = p.alpha
+    cdef double* grad = p.grad
+    cdef const long long* ptr = p.ptr
+    cdef const long long* idx = p.idx
+    cdef double cap = p.cap
+    cdef Py_ssize_t w = p.max_nb + 1, e, t, u, nb, r, c
     cdef double* G = <double*>malloc(w * w * sizeof(double))
     cdef double* a = <double*>malloc(w * sizeof(double))
     cdef double* g = <double*>malloc(w * sizeof(double))
@@ -259,9 +280,9 @@ def block_smo(double[:, ::1] K, double[::1] b, double[::1] alpha, double[::1] gr
     """
     cdef Py_ssize_t m = b.shape[0]
     cdef Py_ssize_t n_blocks = block_ptr.shape[0] - 1
-    cdef Py_ssize_t max_nb
     cdef double worst = 0.0
     cdef int sweeps
+    cdef BlockDual dual
     if K.shape[0] < m or K.shape[1] < m or alpha.shape[0] != m or grad.shape[0] != m:
         raise ValueError("K, b, alpha and grad have inconsistent shapes")
     if block_ptr.shape[0] < 1 or block_ptr[0] != 0 or block_ptr[n_blocks] != block_idx.shape[0]:
@@ -280,12 +301,19 @@ def block_smo(double[:, ::1] K, double[::1] b, double[::1] alpha, double[::1] gr
         raise ValueError("max_sweeps must be >= 1")
     if m == 0:
         return 0, 0.0
-    max_nb = int(sizes.max())
+    dual.K = &K[0, 0]
+    dual.ld = K.shape[1]
+    dual.b = &b[0]
+    dual.alpha = &alpha[0]
+    dual.grad = &grad[0]
+    dual.m = m
+    dual.ptr = &block_ptr[0]
+    dual.idx = &block_idx[0]
+    dual.n_blocks = n_blocks
+    dual.max_nb = int(sizes.max())
+    dual.cap = cap
     with nogil:
-        sweeps = block_sweeps(&K[0, 0], K.shape[1], &b[0], &alpha[0], &grad[0], m,
-                              &block_ptr[0],
-                              &block_idx[0], n_blocks, max_nb, cap, tol,
-                              max_sweeps, &worst)
+        sweeps = block_sweeps(&dual, tol, max_sweeps, &worst)
     if sweeps < 0:
         raise MemoryError("block_smo: no memory for a block's Gram matrix")
     return sweeps, worst

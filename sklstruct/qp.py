@@ -5,8 +5,11 @@
 ``min_a 1/2 a'Ga - ell'a  s.t.  a >= 0, sum(a) = C`` (dense ``G``).
 
 :class:`WorkingSetQP` is the n-slack structural SVM over a working set of
-constraints (Tsochantaridis et al. 2005, slack rescaling), as the parser uses
-it (:class:`~sklstruct.parsing.F1MaxMarginParser`, Bauer et al. 2017, eq. 2).
+constraints (Tsochantaridis et al. 2005, slack rescaling), and
+:class:`CuttingPlane` the n-slack and 1-slack cutting-plane training of any
+structural SVM over it, given an oracle for the most violated constraints (the
+parser's, :class:`~sklstruct.parsing.F1MaxMarginParser`, Bauer et al. 2017,
+eq. 2, is loss-augmented CKY).
 With slack rescaling a constraint ``(i, y)`` reads
 ``Delta * w.dPsi >= Delta - xi_i``: a margin constraint on the vector
 ``a = Delta * (Psi(x_i, y_i*) - Psi(x_i, y))`` with offset ``b = Delta``.  Over a
@@ -41,12 +44,14 @@ References
 .. [2] A. Bauer, S. Nakajima, N. Goernitz and K.-R. Mueller, "Optimizing for
    Measure of Performance in Max-Margin Parsing", arXiv:1709.01562, 2017.
 """
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
 from ._qp import block_smo, solve_simplex_qp
 
-__all__ = ["WorkingSetQP", "solve_simplex_qp"]
+__all__ = ["CuttingPlane", "WorkingSetQP", "solve_simplex_qp"]
 
 
 class WorkingSetQP:
@@ -256,3 +261,250 @@ class WorkingSetQP:
                 break
         self.idle = np.where(self.alpha > 0, 0, self.idle + 1)
         return sweeps
+
+
+class CuttingPlane:
+    """Cutting-plane training of a structural SVM with slack rescaling.
+
+    Solves (Tsochantaridis et al. 2005 [1]_, slack rescaling)::
+
+        min_{w, xi >= 0}  1/2 ||w - w0||^2 + C/n sum_i xi_i
+        s.t.  Delta(y_i, y) w.(Psi(x_i, y_i) - Psi(x_i, y)) >= Delta(y_i, y) - xi_i
+              for every example i and output y,
+
+    for any structured output, through an oracle that finds every example's
+    most violated constraint.  Every iteration asks the oracle for the
+    outputs maximising ``Delta(y_i, y) (1 - w.dPsi)`` at the current ``w``,
+    adds the constraints that violate by more than ``tol``, and re-solves the
+    dual of the working set (:class:`WorkingSetQP`, in the variable
+    ``u = w - w0``).  Training stops when no constraint is violated by more
+    than ``tol`` (or after ``max_iter`` oracle passes).
+
+    Parameters
+    ----------
+    C : float
+        Regularization constant.
+    solver : {"1-slack", "n-slack"}, default="1-slack"
+        ``"n-slack"`` [1]_ adds one constraint per violating example and
+        re-solves the QP over all of them; ``"1-slack"`` (Joachims, Finley
+        and Yu 2009 [2]_, Algorithm 4 and its caching variant) adds one
+        constraint per iteration, the average of every example's most
+        violated one, so the working set and its Gram matrix stay small, and
+        takes further constraints from a cache of the last ``cache_size``
+        outputs found per example while they violate by more than ``tol``
+        (no oracle call; at most ``max_cached`` such iterations in a row).
+        Both stop within ``tol`` of the same optimum.
+    max_iter : int, default=30
+        Maximum number of oracle passes (the 1-slack solver's cached
+        iterations are not counted).
+    tol : float, default=0.01
+        A constraint is added when it violates by more than ``tol``.
+    qp_tol : float, default=1e-6
+        KKT tolerance of the working-set QP.
+    gram : {"dense", "blocks", "auto"}, default="auto"
+        How the n-slack QP keeps its Gram matrix (:class:`WorkingSetQP`):
+        dense (fast sweeps) up to 8192 constraints (512 MB), then only ``w``
+        and per-example blocks (memory linear in the constraints).
+    cache_size : int, default=10
+        Outputs kept per example in the 1-slack cache.
+    max_cached : int, default=20
+        Cached 1-slack iterations between two oracle passes, at most.  The
+        cache holds outputs found at earlier weights; a long run of cached
+        constraints fits those while a fresh oracle pass would find others.
+    verbose : int, default=0
+        Print one line per iteration.
+    name : str, default="CuttingPlane"
+        Prefix of the printed lines (the estimator).
+
+    Attributes
+    ----------
+    w_ : ndarray
+        The weights ``w = w0 + u``.
+    n_iter_ : int
+        Oracle passes.
+    converged_ : bool
+    history_ : list of dict
+        Per iteration: ``iteration``, ``violated``, ``constraints``, ``dual``,
+        ``primal`` (upper bound at the previous ``w``; NaN for a cached
+        1-slack iteration), ``cached``, ``seconds``.
+    qp_ : WorkingSetQP
+        The working set at the end.
+
+    Notes
+    -----
+    The oracle is any object with three methods:
+
+    * ``most_violated(w)``: a list with one pair ``(y, value)`` per example:
+      the output ``y`` maximising ``Delta(y_i, y) (1 - w.dPsi)`` and that
+      value, or ``(None, value)`` where no output has a positive value (the
+      value is then at most 0; it enters the primal bound of the history);
+    * ``loss(i, y)``: ``Delta(y_i, y)``;
+    * ``feature_difference(i, y)``: ``Psi(x_i, y_i) - Psi(x_i, y)`` as a
+      (1, n_features) sparse row.
+
+    References
+    ----------
+    .. [1] I. Tsochantaridis, T. Joachims, T. Hofmann and Y. Altun, "Large
+       Margin Methods for Structured and Interdependent Output Variables",
+       Journal of Machine Learning Research 6, 1453-1484, 2005.
+    .. [2] T. Joachims, T. Finley and C.-N. J. Yu, "Cutting-Plane Training of
+       Structural SVMs", Machine Learning 77(1), 27-59, 2009.
+    """
+
+    def __init__(self, C, *, solver="1-slack", max_iter=30, tol=0.01, qp_tol=1e-6,
+                 gram="auto", cache_size=10, max_cached=20, verbose=0, name="CuttingPlane"):
+        if solver not in ("1-slack", "n-slack"):
+            raise ValueError(f"solver must be '1-slack' or 'n-slack'; got {solver!r}")
+        self.C = C
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.qp_tol = qp_tol
+        self.gram = gram
+        self.cache_size = cache_size
+        self.max_cached = max_cached
+        self.verbose = verbose
+        self.name = name
+
+    def fit(self, oracle, n_samples, w0, start=None):
+        """Train from ``w = w0``.
+
+        Parameters
+        ----------
+        oracle : object
+            ``most_violated``, ``loss`` and ``feature_difference`` (see Notes).
+        n_samples : int
+            Number of examples ``n``.
+        w0 : ndarray of shape (n_features,)
+            The centre of the regularizer (and the first ``w``).
+        start : float or None, default=None
+            ``time.perf_counter()`` at which the ``seconds`` of the history
+            start (None: now).
+
+        Returns
+        -------
+        self
+        """
+        self._start = time.perf_counter() if start is None else start
+        self._w0 = np.asarray(w0, dtype=np.float64)
+        self.w_ = self._w0.copy()
+        self.history_ = []
+        self.converged_ = False
+        solve = self._one_slack if self.solver == "1-slack" else self._n_slack
+        self.n_iter_ = solve(oracle, int(n_samples))
+        return self
+
+    def _primal(self, values):
+        """The primal objective at the current weights, from every example's
+        most violated value ``Delta (1 - w.dPsi)`` (an upper bound on the
+        optimum)."""
+        u = self.w_ - self._w0
+        return 0.5 * float(u @ u) + self.C / len(values) * float(values.sum())
+
+    def _log(self, it, violated, primal, cached=False):
+        qp = self.qp_
+        entry = {"iteration": it, "violated": violated, "constraints": qp.n_constraints,
+                 "dual": qp.dual(), "primal": primal, "cached": cached,
+                 "seconds": time.perf_counter() - self._start}
+        self.history_.append(entry)
+        if self.verbose:
+            print(f"[{self.name}] iter {it:3d}{' (cache)' if cached else '        '}  "
+                  f"violated {violated:5d}  working set {qp.n_constraints:6d}  "
+                  f"dual {entry['dual']:.5g}  primal<= {primal:.5g}  "
+                  f"{entry['seconds']:.1f}s", flush=True)
+
+    def _solve(self, patience):
+        """Re-solve the working set; ``w = w0 + u``."""
+        self.qp_.solve(tol=self.qp_tol)
+        self.qp_.remove_idle(patience=patience)
+        self.w_ = self._w0 + self.qp_.w()
+
+    def _n_slack(self, oracle, n):
+        """n-slack cutting planes: one constraint per violating example."""
+        w0 = self._w0
+        qp = self.qp_ = WorkingSetQP(len(w0), self.C / n, gram=self.gram)
+        for it in range(1, self.max_iter + 1):
+            found = oracle.most_violated(self.w_)
+            xi = np.zeros(n)
+            ws = qp.slacks()
+            xi[:len(ws)] = ws
+            values = np.array([v for _, v in found])
+            primal = self._primal(values)
+            new = [(i, y) for i, (y, v) in enumerate(found)
+                   if y is not None and v > xi[i] + self.tol]
+            if new:
+                deltas = [oracle.loss(i, y) for i, y in new]
+                rows = sp.vstack([d * oracle.feature_difference(i, y)
+                                  for (i, y), d in zip(new, deltas)], format="csr")
+                deltas = np.array(deltas)
+                # Delta (w0 + u) . dPsi >= Delta - xi  <=>  u . a >= Delta - a . w0
+                qp.add(rows, deltas - rows @ w0, [i for i, _ in new])
+                self._solve(patience=20)
+            self._log(it, len(new), primal)
+            if not new:
+                self.converged_ = True
+                break
+        return it
+
+    def _one_slack(self, oracle, n):
+        """1-slack cutting planes with a cache of the outputs the oracle
+        returned.  Returns the number of oracle passes."""
+        self.qp_ = WorkingSetQP(len(self._w0), self.C)
+        cache = {}        # example -> list of (Delta * dPsi row, Delta), newest last
+        stacked = None
+        passes = it = cached_run = 0
+        while passes < self.max_iter:
+            it += 1
+            xi = float(self.qp_.slacks().max(initial=0.0))
+            if stacked is not None and cached_run < self.max_cached:
+                # the most violated constraint over the cached outputs: per
+                # example the cached output of largest Delta (1 - w.dPsi) > 0
+                rows, deltas, ex = stacked
+                margin = deltas - rows @ self.w_
+                order = np.lexsort((-margin, ex))
+                first = order[np.r_[True, np.diff(ex[order]) != 0]]
+                sel = first[margin[first] > 0]
+                if margin[sel].sum() / n > xi + self.tol:
+                    self._add_one_slack(rows, sel, deltas, n)
+                    self._log(it, len(sel), float("nan"), cached=True)
+                    cached_run += 1
+                    continue
+            cached_run = 0
+            passes += 1
+            found = oracle.most_violated(self.w_)
+            values = np.array([v for _, v in found])
+            primal = self._primal(values)
+            viol = []
+            for i, (y, _) in enumerate(found):
+                if y is not None:
+                    d = oracle.loss(i, y)
+                    viol.append((i, d * oracle.feature_difference(i, y), d))
+            for i, row, d in viol:
+                cache.setdefault(i, []).append((row, d))
+                del cache[i][:-self.cache_size]
+            if viol:
+                items = [(i, row, d) for i, lst in cache.items() for row, d in lst]
+                stacked = (sp.vstack([row for _, row, _ in items], format="csr"),
+                           np.array([d for _, _, d in items]),
+                           np.array([i for i, _, _ in items]))
+            violated = values.sum() / n > xi + self.tol
+            if violated:
+                self._add_one_slack(sp.vstack([row for _, row, _ in viol], format="csr"),
+                                    np.arange(len(viol)), np.array([d for _, _, d in viol]), n)
+            self._log(it, len(viol), primal)
+            if not violated:
+                self.converged_ = True
+                break
+        return passes
+
+    def _add_one_slack(self, rows, sel, deltas, n):
+        """Add the 1-slack constraint ``(1/n) sum_i Delta_i (w0 + u).dPsi_i >=
+        (1/n) sum_i Delta_i - xi`` of the outputs ``sel`` (rows of ``rows``,
+        ``Delta * dPsi``) and re-solve.  The sum is a sparse product, so its
+        cost is that of the selected rows, not of the weight vector."""
+        pick = sp.csr_matrix((np.full(len(sel), 1.0 / n), (np.zeros(len(sel), dtype=np.int64),
+                                                           sel)), shape=(1, rows.shape[0]))
+        a = (pick @ rows).tocsr()
+        b = float(deltas[sel].sum()) / n
+        self.qp_.add(a, [b - float((a @ self._w0)[0])], [0])
+        self._solve(patience=50)

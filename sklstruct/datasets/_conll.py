@@ -14,6 +14,8 @@ import numbers
 import os
 import re
 
+from .._files import decode_error, locate_decode_error
+
 __all__ = ["read_conll", "write_conll"]
 
 _DOCSTART = "-DOCSTART-"
@@ -58,37 +60,13 @@ def _normalize_target(target_column, n_columns, where):
     return target_column % n_columns
 
 
-def _locate_decode_error(path, encoding):
-    """Return (line number, UnicodeDecodeError) of the first undecodable byte."""
-    with open(path, "rb") as fb:
-        data = fb.read()
-    try:
-        data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        good = data[: exc.start].decode(encoding, errors="replace")
-        return good.count("\n") + 1, exc
-    return None, None
-
-
-def _decode_error(name, encoding, lineno, exc, hint=_LATIN1_HINT):
-    """The ValueError for a file that ``encoding`` cannot decode: file, line,
-    the offending byte, and ``hint`` (what to try instead).  Shared by the
-    CoNLL and the Penn Treebank readers."""
-    if lineno is None:
-        lineno = "(unknown)"
-    detail = f": {exc.reason} (byte {exc.object[exc.start:exc.start + 1]!r})" if exc else ""
-    return ValueError(
-        f"{name}, line {lineno}: cannot decode with encoding={encoding!r}{detail}. {hint}"
-    )
-
-
 def _decoded(lines, name, encoding):
     """Decode binary lines one by one, reporting the line of a failure."""
     for lineno, line in enumerate(lines, 1):
         try:
             yield line.decode(encoding)
         except UnicodeDecodeError as exc:
-            raise _decode_error(name, encoding, lineno, exc) from None
+            raise decode_error(name, encoding, lineno, exc, _LATIN1_HINT) from None
 
 
 def _text_lines(lines, name, encoding):
@@ -261,12 +239,12 @@ def read_conll(path, target_column=-1, encoding="utf-8", sep=None, n_columns=Non
             lineno = None
             if isinstance(fname, (str, os.PathLike)) and os.path.isfile(fname):
                 file_encoding = getattr(path, "encoding", None) or encoding
-                lineno, located = _locate_decode_error(fname, file_encoding)
+                lineno, located = locate_decode_error(fname, file_encoding)
                 encoding = file_encoding
                 exc = located or exc
             if lineno is None:
                 lineno = f"{lines_read[0] + 1} or later"
-            raise _decode_error(name, encoding, lineno, exc) from None
+            raise decode_error(name, encoding, lineno, exc, _LATIN1_HINT) from None
 
     fname = os.fspath(path)
     name = repr(os.fsdecode(fname))
@@ -278,8 +256,8 @@ def read_conll(path, target_column=-1, encoding="utf-8", sep=None, n_columns=Non
         with open(fname, encoding=encoding, newline="\n") as f:
             return _parse_lines(f, name, target_column, encoding, sep, n_columns, docstarts)
     except UnicodeDecodeError:
-        lineno, exc = _locate_decode_error(fname, encoding)
-        raise _decode_error(name, encoding, lineno, exc) from None
+        lineno, exc = locate_decode_error(fname, encoding)
+        raise decode_error(name, encoding, lineno, exc, _LATIN1_HINT) from None
 
 
 def _as_fields(token):

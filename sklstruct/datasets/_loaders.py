@@ -18,6 +18,8 @@ import sys
 
 import numpy as np
 
+from ..parsing.tree import preprocess as preprocess_tree
+from ..parsing.tree import read_ptb
 from ._conll import read_conll
 
 __all__ = ["get_data_home", "load_conll2000", "load_conll2002_esp", "load_treebank"]
@@ -222,10 +224,6 @@ def load_treebank(data_home=None, files=None, *, preprocess=True, collapse_unary
     ValueError
         If ``files`` holds something other than file numbers or names.
     """
-    # imported here: sklstruct.parsing re-exports this function
-    from ..parsing.tree import preprocess as preprocess_tree
-    from ..parsing.tree import read_ptb
-
     directory = _find("Penn Treebank sample", _TREEBANK, data_home, exists=os.path.isdir,
                       nltk_relative=os.path.join("corpora", _TREEBANK))
     if files is None:

@@ -15,5 +15,3 @@ from .grammar import Grammar  # noqa: F401
 from .evalb import bracket_counts, parseval, parseval_f1, parseval_scorer  # noqa: F401
 from .parser import F1MaxMarginParser  # noqa: F401,E402
 from .pcfg import PCFGParser  # noqa: F401,E402
-# the loader lives in sklstruct.datasets; importable from here as well
-from ..datasets import load_treebank  # noqa: F401,E402

@@ -20,12 +20,6 @@ from .model import CompiledGrammar
 from .grammar import Grammar
 from .tree import Tree, _check_tree, preprocess
 
-#: Weight of a POS tag other than the given one, relative to the given one,
-#: where a given tag is not imposed (PCFGParser's default ``tag_penalty``,
-#: and F1MaxMarginParser(fixed_tags=True) for a sentence that has no tree
-#: under its given tags).
-TAG_PENALTY = 1e-4
-
 #: Labels of a root bracket that is not counted (EVALB's COLLINS.prm).
 _ROOT_LABELS = ("TOP", "ROOT", "")
 

@@ -1,9 +1,10 @@
-"""The parsing model: a compiled binarized grammar, its joint feature map and
-(loss-augmented) CKY decoding (Bauer et al. 2017, sections 2.1 and 2.3).
+"""The parsing model: a compiled binarized grammar, (loss-augmented) CKY
+decoding, and the joint feature map of the max-margin parser with the layout
+of its weights (Bauer et al. 2017, sections 2.1 and 2.3).
 
-This module works on integer symbols only, so that the kernels can be tested
-on hand-built grammars; :mod:`sklstruct.parsing.parser` maps labels and words
-to it.
+:class:`CompiledGrammar` works on integer symbols only, so that the kernels
+can be tested on hand-built grammars; :class:`JointFeatureMap` maps words,
+tags and the fitted featurizers to its scores and decompositions.
 
 Trees here are *integer trees*: a preterminal is ``(tag, i)`` with ``i`` the
 token position, any other node is ``(symbol, [children])``.
@@ -29,10 +30,36 @@ from collections import Counter
 import numpy as np
 import scipy.sparse as sp
 
-from .._cky import LOSS_F1, LOSS_FP, LOSS_ZERO_ONE, cky
+from .._cky import LOSS_F1, LOSS_FP, LOSS_ZERO_ONE, CKYGrammar, LossTables, cky
+from ..features import SequenceVectorizer
+from .spans import SpanFeatures
 
 #: Loss names and the kernel's counting scheme for each of them.
 LOSSES = ("f1", "f1_binarized", "fp", "zero_one")
+
+#: Weight of a POS tag other than the given one, relative to the given one,
+#: where a given tag is not imposed (PCFGParser's default ``tag_penalty``,
+#: and F1MaxMarginParser(fixed_tags=True) for a sentence that has no tree
+#: under its given tags).
+TAG_PENALTY = 1e-4
+
+#: Feature sets of :class:`F1MaxMarginParser` (its ``features`` parameter).
+FEATURE_SETS = ("rules", "pcfg", "spans")
+
+#: Default word features of the lexical scores (see
+#: :class:`~sklstruct.SequenceVectorizer` for the template language).
+LEXICAL_FEATURES = ("bias", "word", "lower", "suffix1", "suffix2", "suffix3", "prefix1",
+                    "shape", "is_title", "is_upper", "has_digit", "has_hyphen")
+
+
+def _gather_rows(m, rows):
+    """(column indices as int64, values, row lengths) of the rows ``rows`` of
+    the CSR matrix ``m``, in order: ``m[rows]`` without building a matrix."""
+    start = m.indptr[rows]
+    length = m.indptr[rows + 1] - start
+    ends = np.cumsum(length)
+    pos = np.repeat(start - ends + length, length) + np.arange(ends[-1] if len(ends) else 0)
+    return m.indices[pos].astype(np.int64), m.data[pos], length
 
 
 def _int_array(a, name, ndim, width=None):
@@ -133,6 +160,9 @@ class CompiledGrammar:
         self.key_f1 = np.where(self.counted, base, -1).astype(np.int32)
         self.n_keys_f1 = int(base.max(initial=-1)) + 1
         self.key_bin = np.where(is_pre, -1, np.arange(S)).astype(np.int32)
+        self.kernel = CKYGrammar(S, self.binary_sorted, self.bin_start, self.chain_top,
+                                 self.chain_bottom, self.chain_start, self.chain_nodes,
+                                 self.chain_node_start, self.roots)
 
     # -- unary chains ---------------------------------------------------------
 
@@ -289,15 +319,15 @@ class CompiledGrammar:
         return np.ascontiguousarray(self.chain_unary @ np.asarray(w_unary, dtype=np.float64))
 
     def gold_tables(self, gold, n, loss):
-        """Arguments of the kernel that describe the gold tree for ``loss``."""
+        """The gold tree as the kernel counts ``loss`` against it
+        (:class:`~sklstruct._cky.LossTables`)."""
         W = n + 1
         if loss == "zero_one":
             # the kernel numbers binary rules in parent-sorted order
             rule = np.asarray(gold["rule"], dtype=np.int32)
             rule = np.where(rule >= 0, self.bin_rank[np.maximum(rule, 0)], -1).astype(np.int32)
-            return {"loss_kind": LOSS_ZERO_ONE, "gold_rule": rule,
-                    "gold_split": gold["split"], "gold_chain": gold["chain"],
-                    "gold_pos": gold["pos"]}
+            return LossTables(LOSS_ZERO_ONE, gold_rule=rule, gold_split=gold["split"],
+                              gold_chain=gold["chain"], gold_pos=gold["pos"])
         key = self.key_f1 if loss == "f1" else self.key_bin
         n_keys = self.n_keys_f1 if loss == "f1" else self.n_symbols
         nodes = np.asarray(gold["nodes"], dtype=np.int64).reshape(-1, 3)
@@ -305,8 +335,8 @@ class CompiledGrammar:
         keep = k >= 0
         table = np.zeros((W * W, max(n_keys, 1)), dtype=np.uint8)
         table[nodes[keep, 1] * W + nodes[keep, 2], k[keep]] = 1
-        return {"loss_kind": LOSS_F1 if loss in ("f1", "f1_binarized") else LOSS_FP,
-                "key": key, "gold": table, "n_gold": int(keep.sum())}
+        return LossTables(LOSS_F1 if loss in ("f1", "f1_binarized") else LOSS_FP,
+                          key=key, gold=table, n_gold=int(keep.sum()))
 
     def decode(self, lex_pos, w_binary, w_chain, w_root, loss=None, gold=None, const=0.0,
                span=None, split=None, prune=True):
@@ -354,16 +384,14 @@ class CompiledGrammar:
         if loss is not None:
             if loss not in LOSSES:
                 raise ValueError(f"unknown loss {loss!r}; expected one of {LOSSES}")
-            kwargs = self.gold_tables(gold, n, loss)
+            kwargs["loss"] = self.gold_tables(gold, n, loss)
             kwargs["const"] = float(const)
         if span is not None:
             kwargs["span"] = np.ascontiguousarray(span, dtype=np.float64)
         if split is not None:
             kwargs["split"] = np.ascontiguousarray(split, dtype=np.float64)
         wb = np.ascontiguousarray(np.asarray(w_binary, dtype=np.float64)[self.bin_order])
-        args = (n, lex, self.preterminals, self.binary_sorted, wb, self.bin_start,
-                self.chain_top, self.chain_bottom, np.ascontiguousarray(w_chain, dtype=np.float64),
-                self.chain_start, self.chain_nodes, self.chain_node_start, self.roots,
+        args = (lex, self.kernel, wb, np.ascontiguousarray(w_chain, dtype=np.float64),
                 np.ascontiguousarray(w_root, dtype=np.float64))
         if loss is not None:
             kwargs["prune"] = bool(prune)
@@ -393,6 +421,230 @@ class CompiledGrammar:
                 splits.append((int(self.binary_sorted[ident, 0]), int(decisions[k + 1][3])))
         return (np.array(rows, dtype=np.int64).reshape(-1, 3),
                 np.array(splits, dtype=np.int64).reshape(-1, 2))
+
+
+class JointFeatureMap:
+    """The joint feature map ``Psi(x, y)`` of
+    :class:`~sklstruct.parsing.F1MaxMarginParser` and the layout of its
+    weights ``coef_`` (a mixin of the parser, whose parameters and fitted
+    attributes it reads; section 2.1 of Bauer et al. 2017 plus the PCFG and
+    span features described there).
+
+    ``coef_`` holds, in order, the blocks of :meth:`_layout`: binary rules,
+    unary rules, roots, lexical weights (``n_word_features x n_tags``, row
+    major), the two PCFG weights, the span weights (``n_span_features x
+    n_nonterminals``) and the split-point weights; a block is empty when its
+    feature set is not used.  ``w_binary_`` ... ``w_split_`` are views of
+    these blocks (:meth:`_set_views`).
+    """
+
+    def _fit_feature_map(self, prepared):
+        """Fit the word and span featurizers on the prepared training data
+        (the output of ``_prepare``), lay the weights out and set them to
+        ``w0`` (1 on the PCFG features, 0 elsewhere).  Needs ``features_``
+        and, with the PCFG features, ``pcfg_``.  Returns the word features
+        and span features of the training sentences (None where unused)."""
+        g = self.compiled_
+        tokens = prepared["tokens"]
+        self.tag_column_ = {self.grammar_.symbols[s]: k for k, s in enumerate(g.preterminals)}
+        templates = list(self.lexical_features or LEXICAL_FEATURES)
+        if self.tagged_ and self.lexical_features is None:
+            templates.append("pos")
+        self.vectorizer_ = SequenceVectorizer(templates)
+        feats = self.vectorizer_.fit_transform(tokens)
+        self.n_word_features_ = len(self.vectorizer_.vocabulary_)
+        self.span_symbols_ = np.flatnonzero(~g.is_preterminal)
+        self.span_column_ = np.full(g.n_symbols, -1, dtype=np.int64)
+        self.span_column_[self.span_symbols_] = np.arange(len(self.span_symbols_))
+        spans = None
+        if "spans" in self.features_:
+            words = prepared["words"]
+            tags = [[t[1] for t in toks] for toks in tokens] if self.tagged_ else None
+            self.span_features_ = SpanFeatures()
+            spans = self.span_features_.fit_transform(words, tags)
+        self.n_weights_ = sum(size for _, size in self._layout())
+        self.coef_ = np.zeros(self.n_weights_)
+        self._set_views()
+        # the PCFG's log-probabilities enter with weight 1 plus a learned
+        # deviation: w = w0 + u, with only u regularized
+        self.w_pcfg_[:] = 1.0
+        return (feats if "rules" in self.features_ else None), spans
+
+    def _feature_sets(self):
+        sets = ((self.features,) if isinstance(self.features, str)
+                else tuple(self.features))
+        bad = [f for f in sets if f not in FEATURE_SETS]
+        if not sets or bad or len(set(sets)) != len(sets):
+            raise ValueError(f"features must be a non-empty selection of {FEATURE_SETS} "
+                             f"without repetition; got {self.features!r}")
+        return frozenset(sets)
+
+    def _layout(self):
+        """Blocks of ``coef_`` in order, as (name, size)."""
+        g, use = self.compiled_, self.features_
+        rules = "rules" in use
+        return [("binary", len(g.binary) if rules else 0),
+                ("unary", len(g.unary) if rules else 0),
+                ("root", len(g.roots) if rules else 0),
+                ("lexical", self.n_word_features_ * len(g.preterminals) if rules else 0),
+                ("pcfg", 2 if "pcfg" in use else 0),
+                ("span", self.span_features_.n_features_ * len(self.span_symbols_)
+                 if "spans" in use else 0),
+                ("split", self.span_features_.n_split_features_ * len(self.span_symbols_)
+                 if "spans" in use else 0)]
+
+    def _set_views(self):
+        off, self._offsets = 0, {}
+        for name, size in self._layout():
+            self._offsets[name] = off
+            off += size
+        o, w, g = self._offsets, self.coef_, self.compiled_
+        self.w_binary_ = w[o["binary"]:o["unary"]]
+        self.w_unary_ = w[o["unary"]:o["root"]]
+        self.w_root_ = w[o["root"]:o["lexical"]]
+        self.w_lex_ = w[o["lexical"]:o["pcfg"]].reshape(-1, len(g.preterminals))
+        self.w_pcfg_ = w[o["pcfg"]:o["span"]]
+        self.w_span_ = w[o["span"]:o["split"]].reshape(-1, len(self.span_symbols_))
+        self.w_split_ = w[o["split"]:].reshape(-1, len(self.span_symbols_))
+
+    def _rule_scores(self):
+        g = self.compiled_
+        parts = [np.zeros(len(g.binary)), np.zeros(len(g.unary)), np.zeros(len(g.roots))]
+        if "rules" in self.features_:
+            parts = [self.w_binary_.copy(), self.w_unary_.copy(), self.w_root_.copy()]
+        if "pcfg" in self.features_:
+            theta = self.w_pcfg_[0]
+            parts[0] += theta * self.pcfg_.w_binary_
+            parts[1] += theta * self.pcfg_.w_unary_
+            parts[2] += theta * self.pcfg_.w_root_
+        return tuple(parts)
+
+    def _sentence_data(self, tokens_list, feats=None, spans=None):
+        """What the scores of the given sentences need: lexical features,
+        the PCFG's lexical log-probabilities, span features, tag masks
+        (``feats``, ``spans``: already computed by ``fit``)."""
+        words = [[t[0] for t in toks] if self.tagged_ else list(toks) for toks in tokens_list]
+        tags = [[t[1] for t in toks] for toks in tokens_list] if self.tagged_ else None
+        use = self.features_
+        none = [None] * len(tokens_list)
+        if feats is None:
+            feats = self.vectorizer_.transform(tokens_list) if "rules" in use else none
+        if spans is None:
+            spans = self.span_features_.transform(words, tags) if "spans" in use else none
+        return {
+            "feats": feats,
+            "pcfg_lex": self.pcfg_._lexical_scores(tokens_list) if "pcfg" in use else none,
+            "spans": spans,
+            "masks": [self._tag_mask(t) for t in tokens_list],
+            "n": [len(w) for w in words],
+        }
+
+    def _lex(self, sd, i, open_tags=False):
+        """Lexical scores (n, n_tags) of sentence i of ``_sentence_data``.
+        With ``fixed_tags`` the tags other than the given ones are excluded,
+        or with ``open_tags`` penalised by ``log(TAG_PENALTY)``."""
+        n, P = sd["n"][i], len(self.compiled_.preterminals)
+        lex = np.zeros((n, P))
+        if sd["feats"][i] is not None:
+            lex += np.asarray(sd["feats"][i] @ self.w_lex_)
+        if sd["pcfg_lex"][i] is not None:
+            lex += self.w_pcfg_[1] * sd["pcfg_lex"][i]
+        if sd["masks"][i] is not None:
+            if open_tags:
+                lex[sd["masks"][i]] += np.log(TAG_PENALTY)
+            else:
+                lex[sd["masks"][i]] = -np.inf
+        return lex
+
+    def _anchored(self, sd, i):
+        """Anchored scores of sentence i as arguments of ``decode``: per span
+        and symbol ((n + 1) ** 2, n_symbols), per split point and parent
+        (n + 1, n_symbols); empty without span features."""
+        if sd["spans"][i] is None:
+            return {}
+        out = {}
+        for name, F, w in (("span", sd["spans"][i][0], self.w_span_),
+                           ("split", sd["spans"][i][1], self.w_split_)):
+            out[name] = np.zeros((F.shape[0], self.compiled_.n_symbols))
+            out[name][:, self.span_symbols_] = F @ w
+        return out
+
+    def _lexical_scores(self, tokens_list):
+        sd = self._sentence_data(tokens_list)
+        return [self._lex(sd, i) for i in range(len(tokens_list))]
+
+    def _token_scores(self, tokens_list):
+        sd = self._sentence_data(tokens_list)
+        out = []
+        for i in range(len(tokens_list)):
+            mask = sd["masks"][i]
+            if mask is None:
+                lex, retry = self._lex(sd, i), None
+            else:
+                # the second attempt's scores penalise the other tags where
+                # the first exclude them: one product for both
+                retry = self._lex(sd, i, open_tags=True)
+                lex = np.where(mask, -np.inf, retry)
+            out.append((lex, self._anchored(sd, i), retry))
+        return out
+
+    def _tag_mask(self, tokens):
+        """With ``fixed_tags`` and tagged input, the (n_tokens, n_tags) mask of
+        the tags other than each token's given one (None otherwise)."""
+        if not (self.fixed_tags and self.tagged_):
+            return None
+        cols = np.array([self.tag_column_.get(t[1], -1) for t in tokens])
+        P = len(self.compiled_.preterminals)
+        return (cols[:, None] >= 0) & (np.arange(P)[None, :] != cols[:, None])
+
+    def _psi(self, dec, sd, i):
+        """Psi(x, y) of a decomposed tree of sentence i of ``_sentence_data``
+        as a (1, d) CSR row."""
+        g, o, use = self.compiled_, self._offsets, self.features_
+        P = len(g.preterminals)
+        cols = g.pos_column[dec["pos"]]
+        idx, data = [], []
+        if "rules" in use:
+            feats = sd["feats"][i]
+            idx += [o["binary"] + np.asarray(dec["binary"], dtype=np.int64),
+                    o["unary"] + np.asarray(dec["unary"], dtype=np.int64),
+                    [o["root"] + g.root_column[dec["root"]]],
+                    o["lexical"] + feats.indices.astype(np.int64) * P
+                    + np.repeat(cols, np.diff(feats.indptr))]
+            data += [np.ones(len(dec["binary"]) + len(dec["unary"]) + 1), feats.data]
+        if "pcfg" in use:
+            pc = self.pcfg_
+            grammar = (pc.w_binary_[np.asarray(dec["binary"], dtype=np.int64)].sum()
+                       + pc.w_unary_[np.asarray(dec["unary"], dtype=np.int64)].sum()
+                       + pc.w_root_[g.root_column[dec["root"]]])
+            lexical = sd["pcfg_lex"][i][np.arange(len(cols)), cols].sum()
+            idx.append([o["pcfg"], o["pcfg"] + 1])
+            data.append([grammar, lexical])
+        if "spans" in use:
+            nodes = np.asarray(dec["nodes"], dtype=np.int64).reshape(-1, 3)
+            col = self.span_column_[nodes[:, 0]]
+            nodes, col = nodes[col >= 0], col[col >= 0]
+            W = sd["n"][i] + 1
+            N = len(self.span_symbols_)
+            spans, splits = sd["spans"][i]
+            ind, val, length = _gather_rows(spans, nodes[:, 1] * W + nodes[:, 2])
+            idx.append(o["span"] + ind * N + np.repeat(col, length))
+            data.append(val)
+            at = np.asarray(dec["splits"], dtype=np.int64).reshape(-1, 2)
+            ind, val, length = _gather_rows(splits, at[:, 1])
+            idx.append(o["split"] + ind * N + np.repeat(self.span_column_[at[:, 0]], length))
+            data.append(val)
+        idx = np.concatenate([np.asarray(a, dtype=np.int64) for a in idx])
+        data = np.concatenate([np.asarray(a, dtype=np.float64) for a in data])
+        # one CSR row, duplicate columns summed (what scipy's COO -> CSR does,
+        # without its conversions: this runs once per sentence and pass)
+        cols, where = np.unique(idx, return_inverse=True)
+        return sp.csr_matrix((np.bincount(where, weights=data, minlength=len(cols)), cols,
+                              np.array([0, len(cols)])), shape=(1, self.n_weights_))
+
+    def _current_scores(self):
+        wb, wu, wr = self._rule_scores()
+        return wb, self.compiled_.chain_weights(wu), wr
 
 
 def tree_loss(grammar, gold, pred, loss):

@@ -8,7 +8,8 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
-from .base import TAG_PENALTY, BaseParser
+from .base import BaseParser
+from .model import TAG_PENALTY
 from .spans import word_signature
 
 
@@ -86,6 +87,21 @@ class PCFGParser(BaseParser):
     def fit(self, X, y):
         """Estimate the PCFG from sentences ``X`` and trees ``y``."""
         return self._estimate(self._prepare(X, y))
+
+    @classmethod
+    def _from_grammar(cls, parser, data):
+        """The PCFG of another parser's grammar: ``parser`` ran ``_prepare``
+        and ``data`` is what it returned.  The PCFG shares that parser's
+        binarization, grammar, input kind and fallback root, and estimates
+        its probabilities from the same trees (the ``"pcfg"`` features of
+        :class:`~sklstruct.parsing.F1MaxMarginParser`)."""
+        pcfg = cls(factor=parser.factor, horizontal=parser.horizontal, vertical=parser.vertical)
+        pcfg.grammar_ = parser.grammar_
+        pcfg.compiled_ = parser.compiled_
+        pcfg.tagged_ = parser.tagged_
+        pcfg.max_unary_chain_ = parser.max_unary_chain_
+        pcfg.fallback_root_ = parser.fallback_root_
+        return pcfg._estimate(data)
 
     def _estimate(self, data):
         """Relative frequencies from the prepared training data (the output

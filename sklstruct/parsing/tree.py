@@ -24,7 +24,7 @@ contains itself is refused with a ValueError by every method that walks it.
 import os
 import re
 
-from ..datasets._conll import _decode_error, _locate_decode_error
+from .._files import decode_error, locate_decode_error
 
 __all__ = [
     "Tree",
@@ -545,8 +545,8 @@ def read_ptb(path, encoding="utf-8"):
         with open(path, encoding=encoding) as f:
             text = f.read()
     except UnicodeDecodeError:
-        lineno, exc = _locate_decode_error(path, encoding)
-        raise _decode_error(
+        lineno, exc = locate_decode_error(path, encoding)
+        raise decode_error(
             name, encoding, lineno, exc,
             hint="Pass the file's encoding, e.g. read_ptb(..., encoding='latin-1').",
         ) from None

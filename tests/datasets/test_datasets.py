@@ -740,10 +740,19 @@ def test_loaders_read_local_copies(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------
 
 
-def test_load_treebank_is_reexported_by_parsing():
+def test_parsing_does_not_import_datasets():
+    """datasets produces data for the estimators, trees included: it imports
+    sklstruct.parsing.tree, never the other way round."""
+    import ast
+    import pathlib
+
     import sklstruct.parsing
 
-    assert sklstruct.parsing.load_treebank is load_treebank
+    assert not hasattr(sklstruct.parsing, "load_treebank")
+    for path in pathlib.Path(sklstruct.parsing.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                assert "datasets" not in (node.module or ""), path.name
 
 
 def test_load_treebank(ptb_sample_raw):

@@ -9,13 +9,13 @@ from _data import data_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sklstruct.datasets import load_treebank
 from sklstruct.parsing import (
     Grammar,
     Tree,
     base_label,
     binarize,
     is_artificial,
-    load_treebank,
     preprocess,
     unbinarize,
 )

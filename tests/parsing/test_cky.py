@@ -1,6 +1,7 @@
 """CKY and loss-augmented CKY (Bauer et al. 2017, eqs. 1, 3, 5-9) against brute-force
 enumeration of every tree of tiny random grammars."""
 import itertools
+import pickle
 from collections import Counter
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sklstruct._cky import LOSS_NONE, cky
+from sklstruct._cky import LOSS_F1, LOSS_NONE, CKYGrammar, LossTables, cky
 from sklstruct.parsing.model import LOSSES, CompiledGrammar, tree_loss
 
 
@@ -296,25 +297,33 @@ def test_no_parse_returns_none():
 
 def test_kernel_validates_inputs():
     g = CompiledGrammar(3, [(2, 1, 1)], np.zeros((0, 2), int), [2], [0, 1], [-1, -1, 0], 0)
-    args = [2, np.zeros((2, 3)), g.preterminals, g.binary_sorted, np.zeros(1), g.bin_start,
-            g.chain_top, g.chain_bottom, np.zeros(g.n_chains), g.chain_start, g.chain_nodes,
-            g.chain_node_start, g.roots, np.zeros(1)]
+    args = [np.zeros((2, 3)), g.kernel, np.zeros(1), np.zeros(g.n_chains), np.zeros(1)]
     cky(*args)
     with pytest.raises(ValueError, match="empty"):
-        cky(0, *args[1:])
-    bad = list(args)
-    bad[3] = np.array([[2, 1, 7]], dtype=np.int32)
+        cky(np.zeros((0, 3)), *args[1:])
+    with pytest.raises(ValueError, match="columns"):
+        cky(np.zeros((2, 4)), *args[1:])
+    with pytest.raises(ValueError, match="does not match"):
+        cky(args[0], g.kernel, np.zeros(2), *args[3:])
+    grammar = [3, g.binary_sorted, g.bin_start, g.chain_top, g.chain_bottom, g.chain_start,
+               g.chain_nodes, g.chain_node_start, g.roots]
+    bad = list(grammar)
+    bad[1] = np.array([[2, 1, 7]], dtype=np.int32)
     with pytest.raises(ValueError, match="out of range"):
-        cky(*bad)
-    bad = list(args)
-    bad[1] = np.zeros((3, 3))
-    with pytest.raises(ValueError, match="rows"):
-        cky(*bad)
+        CKYGrammar(*bad)
     with pytest.raises(ValueError, match="required"):
-        cky(*args, loss_kind=1)
+        LossTables(LOSS_F1)
     with pytest.raises(ValueError, match="loss_kind"):
-        cky(*args, loss_kind=9)
+        LossTables(9)
+    keyed = LossTables(LOSS_F1, key=np.zeros(3, dtype=np.int32),
+                       gold=np.zeros((4, 1), dtype=np.uint8))
+    with pytest.raises(ValueError, match="wrong shape"):
+        cky(*args, loss=keyed)
     assert LOSS_NONE == 0
+    # the grammar pickles (fitted parsers hold one)
+    again = pickle.loads(pickle.dumps(g.kernel))
+    assert again.n_symbols == 3 and np.array_equal(again.binary, g.kernel.binary)
+    assert cky(*args)["value"] == cky(args[0], again, *args[2:])["value"]
 
 
 def test_grammar_validation():

@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 from sklearn.base import BaseEstimator
 from sklearn.model_selection import cross_val_score
 
+from sklstruct.datasets import load_treebank
 from sklstruct.parsing import (
     Tree,
     bracket_counts,
-    load_treebank,
     parseval,
     parseval_f1,
     parseval_scorer,

@@ -18,7 +18,7 @@ from sklstruct.parsing import Tree, binarize, parseval, unbinarize
 from sklstruct.qp import WorkingSetQP
 from sklstruct._qp import block_smo as smo
 from sklstruct.parsing.base import _labelled_tree
-from sklstruct.parsing.parser import FEATURE_SETS
+from sklstruct.parsing.model import FEATURE_SETS
 from sklstruct.parsing.spans import SPLIT_TEMPLATES, SpanFeatures, word_signature
 
 from _data import require_data
@@ -632,7 +632,7 @@ def test_real_treebank_subset():
     """150 training sentences of <= 10 tokens from files 1-199 of the PTB sample, 100 test
     sentences after them; 10 cutting-plane iterations."""
     require_data("treebank", "combined", "wsj_0001.mrg")
-    from sklstruct.parsing import load_treebank
+    from sklstruct.datasets import load_treebank
 
     trees = [t for t in load_treebank() if len(t.leaves()) <= 10]
     X = [t.leaves() for t in trees]
@@ -650,7 +650,7 @@ def test_real_treebank_tagged_trains_to_convergence():
     """Gold-tagged sentences of <= 10 tokens: 150 to train, the next 150 to test;
     the cutting-plane training converges and the dual never decreases."""
     require_data("treebank", "combined", "wsj_0001.mrg")
-    from sklstruct.parsing import load_treebank
+    from sklstruct.datasets import load_treebank
 
     trees = [t for t in load_treebank() if len(t.leaves()) <= 10]
     train, test = trees[:150], trees[150:300]

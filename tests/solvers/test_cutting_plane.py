@@ -1,0 +1,135 @@
+"""sklstruct.qp.CuttingPlane on a structured problem that is not parsing: a
+multiclass SVM with an ordinal loss as a slack-rescaled structural SVM
+(Tsochantaridis et al. 2005), both solvers against the primal QP over every
+constraint solved by scipy."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+
+from sklstruct.qp import CuttingPlane
+
+
+class OrdinalMulticlass:
+    """``Psi(x, y)``: ``x`` in the block of class ``y``; ``Delta(y, y') =
+    |y - y'|``.  The oracle of CuttingPlane by enumeration of the classes."""
+
+    def __init__(self, X, y, n_classes):
+        self.X, self.y, self.K = X, y, n_classes
+        self.d = X.shape[1]
+
+    def psi(self, i, label):
+        row = np.zeros(self.d * self.K)
+        row[label * self.d:(label + 1) * self.d] = self.X[i]
+        return row
+
+    def dpsi(self, i, label):
+        return self.psi(i, self.y[i]) - self.psi(i, label)
+
+    def values(self, w):
+        """Delta (1 - w.dPsi) of every (example, class), -inf at the gold class."""
+        S = self.X @ w.reshape(self.K, self.d).T
+        gold = S[np.arange(len(self.y)), self.y][:, None]
+        delta = np.abs(self.y[:, None] - np.arange(self.K)[None, :]).astype(float)
+        v = delta * (1.0 - (gold - S))
+        v[np.arange(len(self.y)), self.y] = -np.inf
+        return v
+
+    def most_violated(self, w):
+        out = []
+        for row in self.values(w):
+            k = int(np.argmax(row))
+            out.append((k, row[k]) if row[k] > 0 else (None, 0.0))
+        return out
+
+    def loss(self, i, label):
+        return float(abs(self.y[i] - label))
+
+    def feature_difference(self, i, label):
+        return sp.csr_matrix(self.dpsi(i, label))
+
+    def primal(self, w, w0, C):
+        hinge = np.maximum(self.values(w).max(axis=1), 0.0)
+        return 0.5 * float((w - w0) @ (w - w0)) + C / len(self.y) * float(hinge.sum())
+
+
+def problem(seed, n=15, d=3, K=3):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=2.0, size=(K, d - 1))
+    y = rng.integers(0, K, size=n)
+    X = np.hstack([centres[y] + rng.normal(size=(n, d - 1)), np.ones((n, 1))])
+    return OrdinalMulticlass(X, y, K)
+
+
+def scipy_optimum(oracle, w0, C):
+    """min 1/2 ||w - w0||^2 + C/n sum xi  s.t.  Delta w.dPsi >= Delta - xi_i,
+    xi >= 0, over every (example, wrong class)."""
+    n, p = len(oracle.y), len(w0)
+    rows, deltas, ex = [], [], []
+    for i in range(n):
+        for k in range(oracle.K):
+            if k != oracle.y[i]:
+                delta = oracle.loss(i, k)
+                rows.append(delta * oracle.dpsi(i, k))
+                deltas.append(delta)
+                ex.append(i)
+    A, b, ex = np.array(rows), np.array(deltas), np.array(ex)
+    E = np.zeros((len(ex), n))
+    E[np.arange(len(ex)), ex] = 1.0
+
+    def f(z):
+        u = z[:p] - w0
+        return 0.5 * u @ u + C / n * z[p:].sum()
+
+    def grad(z):
+        return np.concatenate([z[:p] - w0, np.full(n, C / n)])
+
+    cons = {"type": "ineq", "fun": lambda z: A @ z[:p] - b + E @ z[p:],
+            "jac": lambda z: np.hstack([A, E])}
+    z0 = np.concatenate([w0, np.full(n, b.max() * 10)])
+    res = minimize(f, z0, jac=grad, constraints=[cons], method="SLSQP",
+                   bounds=[(None, None)] * p + [(0, None)] * n,
+                   options={"ftol": 1e-14, "maxiter": 2000})
+    assert res.success, res.message
+    return res.x[:p], res.fun
+
+
+@pytest.mark.parametrize("solver", ["n-slack", "1-slack"])
+@pytest.mark.parametrize("seed,C,shift", [(0, 1.0, 0.0), (1, 10.0, 0.0), (2, 3.0, 0.5)])
+def test_cutting_plane_reaches_the_qp_optimum(solver, seed, C, shift):
+    oracle = problem(seed)
+    w0 = np.full(oracle.d * oracle.K, shift)
+    w_star, f_star = scipy_optimum(oracle, w0, C)
+    cp = CuttingPlane(C, solver=solver, max_iter=500, tol=1e-7, qp_tol=1e-10)
+    cp.fit(oracle, len(oracle.y), w0)
+    assert cp.converged_
+    f = oracle.primal(cp.w_, w0, C)
+    # within tol of the optimum, and every dual bounds it from below
+    assert f_star - 1e-7 <= f <= f_star + 1e-7
+    assert cp.history_[-1]["dual"] <= f_star + 1e-7
+    duals = [h["dual"] for h in cp.history_]
+    assert np.all(np.diff(duals) >= -1e-9)
+    # the objective is 1-strongly convex in w: the weights are close too
+    np.testing.assert_allclose(cp.w_, w_star, atol=1e-5)
+    assert cp.n_iter_ == sum(not h["cached"] for h in cp.history_)
+
+
+def test_cutting_plane_max_iter_and_history():
+    oracle = problem(3)
+    w0 = np.zeros(oracle.d * oracle.K)
+    cp = CuttingPlane(10.0, solver="n-slack", max_iter=2, tol=1e-9).fit(oracle, len(oracle.y), w0)
+    assert cp.n_iter_ == 2 and not cp.converged_ and len(cp.history_) == 2
+    first = cp.history_[0]
+    # the primal bound of the first pass is at w0 = 0: C/n sum of the largest loss
+    assert first["primal"] == pytest.approx(oracle.primal(w0, w0, 10.0))
+    assert set(first) == {"iteration", "violated", "constraints", "dual", "primal", "cached",
+                          "seconds"}
+    with pytest.raises(ValueError, match="solver"):
+        CuttingPlane(1.0, solver="2-slack")
+
+
+def test_cutting_plane_verbose(capsys):
+    oracle = problem(4)
+    CuttingPlane(1.0, max_iter=3, verbose=1, name="Toy").fit(oracle, len(oracle.y),
+                                                             np.zeros(oracle.d * oracle.K))
+    assert capsys.readouterr().out.startswith("[Toy] iter   1")
