@@ -30,9 +30,16 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    # benchmarks.rst includes the Markdown tables the benchmark scripts write
+    # into benchmarks/results/, as they wrote them.
+    "myst_parser",
 ]
 templates_path = ["_templates"]
 exclude_patterns = ["_build"]
+# Some of the included result files start at a second-level Markdown heading
+# (they are parts of one benchmark's output); they nest under the page's own
+# section either way.
+suppress_warnings = ["myst.header"]
 default_role = "literal"        # `x` in prose is code, as ``x``
 # No intersphinx: building must not need the network; references to numpy,
 # scipy or scikit-learn objects render as plain code.
