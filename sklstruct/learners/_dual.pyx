@@ -177,22 +177,6 @@ cdef class DualState:
             spos += self.sets[n].m * self.sets[n].T
         return {"sizes": sizes, "T": lengths, "sequences": seqs, "lam": lam, "cost": cost}
 
-    def working_set(self, Py_ssize_t n):
-        """(sequences (m, T) int32, lambda (m,), cost (m,)) of example n; row 0 is gold."""
-        if not 0 <= n < self.n_examples:
-            raise IndexError(f"example {n} out of range")
-        cdef WSet* s = &self.sets[n]
-        seqs = np.empty((s.m, s.T), dtype=np.int32)
-        lam = np.empty(s.m)
-        cost = np.empty(s.m)
-        cdef Py_ssize_t j, t
-        for j in range(s.m):
-            lam[j] = s.lam[j]
-            cost[j] = s.cost[j]
-            for t in range(s.T):
-                seqs[j, t] = s.seqs[j * s.T + t]
-        return seqs, lam, cost
-
     def __reduce__(self):
         state = self.export()
         patterns = np.array([self.patterns[i] for i in range(self.n_patterns)], dtype=np.int64)
