@@ -39,11 +39,12 @@ With ``scheme`` in {"IOB1", "IOB2", "IOBES", "BILOU"} the chunk functions
 follow seqeval's ``mode="strict"`` instead: a label's first character is its
 prefix (it must be one the scheme allows, ``O`` included) and the rest, less
 hyphens, its type; a chunk exists only where the scheme's rules build one
-(see :data:`SCHEMES`, from :mod:`sklstruct._schemes`), so a chunk that the scheme cannot have produced (an
-IOB2 ``I-`` without a ``B-``, an IOBES ``B-`` never closed by ``E-``)
-counts neither as true nor as predicted, and ``S-PER S-PER`` is two chunks,
-not conlleval's one.  A predicted chunk is correct when a true chunk has the
-same type and span.  Token accuracy compares whole labels.
+(see :data:`SCHEMES`, from :mod:`sklstruct._schemes`), so a chunk that the
+scheme cannot have produced (an IOB2 ``I-`` without a ``B-``, an IOBES ``B-``
+never closed by ``E-``) counts neither as true nor as predicted, and
+``S-PER S-PER`` is two chunks, not conlleval's one.  A predicted chunk is
+correct when a true chunk has the same type and span.  Token accuracy
+compares whole labels.
 """
 
 from collections import Counter

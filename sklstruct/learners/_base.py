@@ -36,6 +36,7 @@ from ..chain import as_stacked, pack_chain, unpack_chain
 from ._confidence import ConfidenceMixin
 from ._dual import DualState
 
+
 def _identity(n):
     """(indptr, indices, data) of the n x n identity: decoding it with W = E
     decodes the emission scores E themselves."""
@@ -47,7 +48,8 @@ def _kind(labels):
 
 
 def new_dual(estimator, data, codes):
-    """The state of a fresh dual optimisation (eq. 5) of ``estimator.C``."""
+    """The state of a fresh dual optimisation (eq. 5) of ``estimator.C``: of
+    the dual learners (:mod:`._families`) and M3N's working-set solver."""
     return {"_dual": DualState(data.offsets, codes, float(estimator.C)),
             "_train_labels": codes, "_train_lengths": data.lengths}
 

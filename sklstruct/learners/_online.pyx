@@ -49,7 +49,7 @@ cdef struct Params:
     Py_ssize_t k             # candidates per example
     int cost                 # COSTS code of L(y^n, y)
     bint augment             # loss-augmented candidates (eq. 12): asked for, and the rule takes them
-    double arg[MAX_RULE_ARGS]    # the rule's own parameters, in the order its row names them
+    double arg[MAX_RULE_ARGS]    # the rule's own parameters, in the order of its row
 
 
 cdef struct Templates:
@@ -364,7 +364,9 @@ cdef class Rule:
 
 cdef Rule _row(UpdateRule update, tuple params, Py_ssize_t extra_diffs, bint augmentable,
                bint templates):
-    assert len(params) <= MAX_RULE_ARGS
+    """A row of the table (see :class:`Rule`)."""
+    if len(params) > MAX_RULE_ARGS:
+        raise ValueError(f"an update rule takes at most {MAX_RULE_ARGS} parameters")
     cdef Rule r = Rule.__new__(Rule)
     r.update = update
     r.params = params
@@ -381,7 +383,7 @@ _TEMPLATES = (("gamma", "uniform", GAMMAS), ("aggressive", True))
 cdef dict _table():
     """Every update rule of this family, once: adding a learner means its
     function above and one row here."""
-    #        the function         its parameters      extra diffs, augmentable, templates
+    # name: _row(function, parameters, extra_diffs, augmentable, templates)
     return {
         "perceptron": _row(perceptron_update, (), 0, False, False),
         "pa": _row(pa_update, (("C", 1.0),), 0, True, False),
