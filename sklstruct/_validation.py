@@ -7,15 +7,15 @@ scikit-learn's own input checks raise.  Checks run before any state is touched a
 compiled code sees the data, so a kernel with bounds checks off can never read
 out of bounds.
 """
-import functools
 import reprlib
 from collections.abc import Mapping, Set
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import cpu_count, effective_n_jobs
 from sklearn.utils._param_validation import Interval
+
+from ._parallel import n_threads  # noqa: F401 (moved there; the parser imports it from here)
 
 #: Largest ``k`` (best structures per example) accepted anywhere: far more
 #: than a learner can use, and it bounds the k-best scratch (k x T labels).
@@ -33,21 +33,6 @@ MAX_C = 1e100
 #: convention: None, a positive count, or -1, -2, ... for all CPUs but some).
 N_JOBS_CONSTRAINT = [Interval(Integral, None, -1, closed="right"),
                      Interval(Integral, 1, None, closed="left"), None]
-
-
-@functools.cache
-def _cpus():
-    """joblib's count of the CPUs this process may use, read once: it reads
-    the cgroup quota files at each call (0.05-0.2 ms, a tenth of the time
-    a thread takes to tag a small test set)."""
-    return cpu_count()
-
-
-def n_threads(n_jobs, n_tasks):
-    """Threads to run ``n_tasks`` with: joblib's reading of ``n_jobs``, at
-    most the CPUs and the tasks, at least 1."""
-    return max(1, min(effective_n_jobs(n_jobs), _cpus(), n_tasks))
-
 
 _repr = reprlib.Repr()
 _repr.maxstring = _repr.maxother = 80

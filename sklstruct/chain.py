@@ -28,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._chain import FORBIDDEN_LABEL, ChainData, split_rows
+from ._schemes import SCHEMES
 from ._validation import check_csr_sentence, check_sentence_list
 from ._viterbi import kbest_decode, sequence_score, viterbi_decode
 
@@ -36,7 +37,6 @@ __all__ = [
     "as_stacked",
     "emission_scores",
     "joint_feature",
-    "hamming_loss",
     "pack_chain",
     "unpack_chain",
     "allowed_transitions",
@@ -208,7 +208,7 @@ class StackedSentences(Sequence):
         return {"matrix": self.matrix, "offsets": self.offsets, "keys": self.keys}
 
     def __setstate__(self, state):
-        self._set(state["matrix"], state["offsets"], state.get("keys"))
+        self._set(state["matrix"], state["offsets"], state["keys"])
 
 
 def as_stacked(X, n_features=None, name="X"):
@@ -268,22 +268,13 @@ def unpack_chain(P):
 #: (FORBIDDEN_LABEL, -1e200, comes from the learners' kernels, which score with it.)
 FORBIDDEN_TRANSITION = -1e100
 
-#: Chunk prefixes of the schemes of :func:`allowed_transitions`: those that
-#: continue a chunk (need an open chunk of their type before them), those
-#: that leave a chunk open, and those after which the chunk must go on.
-_SCHEME_PREFIXES = {
-    "IOB2": {"letters": "BI", "continue": "I", "open": "BI", "must_continue": ""},
-    "IOBES": {"letters": "BIES", "continue": "IE", "open": "BI", "must_continue": "BI"},
-    "BILOU": {"letters": "BILU", "continue": "IL", "open": "BI", "must_continue": "BI"},
-}
-
-
 def allowed_transitions(scheme, labels):
     """Which label may follow which under a chunk tagging scheme.
 
     Parameters
     ----------
     scheme : {"IOB2", "IOBES", "BILOU"} (or "bio", the same as "IOB2")
+        The rules of :data:`sklstruct._schemes.SCHEMES`.
         IOB2: ``I-X`` only after ``B-X`` or ``I-X``.  IOBES (BILOU with ``L``
         for ``E``, ``U`` for ``S``): ``I-X`` and ``E-X`` only after ``B-X`` or
         ``I-X``, which must be followed by one of them; a sentence starts
@@ -301,25 +292,26 @@ def allowed_transitions(scheme, labels):
     """
     name = str(scheme).upper()
     name = "IOB2" if name == "BIO" else name
-    if name not in _SCHEME_PREFIXES:
+    known = sorted(n for n, rules in SCHEMES.items() if rules.transitions is not None)
+    if name not in known:
         raise ValueError(f"constraints: unknown scheme {scheme!r}; expected one of "
-                         f"{sorted(_SCHEME_PREFIXES)} or 'bio'")
-    rules = _SCHEME_PREFIXES[name]
+                         f"{known} or 'bio'")
+    letters, rules = SCHEMES[name].prefixes, SCHEMES[name].transitions
     parts = []
     for label in np.asarray(labels).tolist():
         label = label.decode("utf-8", "surrogateescape") if isinstance(label, bytes) \
             else str(label)
         prefix, _, kind = label.partition("-")
-        if label != "O" and not (len(prefix) == 1 and prefix in rules["letters"] and kind):
+        if label != "O" and not (len(prefix) == 1 and prefix in letters and kind):
             raise ValueError(f"constraints={scheme!r}: label {label!r} is neither 'O' nor "
-                             f"one of {', '.join(rules['letters'])} followed by '-' and a "
+                             f"one of {', '.join(letters)} followed by '-' and a "
                              "type")
         parts.append(("O", "") if label == "O" else (prefix, kind))
     pre = np.array([p for p, _ in parts] + ["O"])        # the last: outside the sentence
     kind = np.array([k for _, k in parts] + [""])
-    cont = np.isin(pre, list(rules["continue"]))
-    opened = np.isin(pre, list(rules["open"]))
-    must = np.isin(pre, list(rules["must_continue"]))
+    cont = np.isin(pre, list(rules.continues))
+    opened = np.isin(pre, list(rules.opens))
+    must = np.isin(pre, list(rules.must_continue))
     same = kind[:, None] == kind[None, :]
     ok = np.where(cont[None, :], opened[:, None] & same, ~must[:, None])
     L = len(parts)
@@ -404,11 +396,3 @@ def joint_feature(x, y, n_labels, order=1):
     if order == 2:
         np.add.at(F_P, (n_labels + 2 + y[:-2] * n_labels + y[1:-1], y[2:]), 1.0)
     return F_W, F_P
-
-
-def hamming_loss(y_true, y_pred):
-    """Number of tokens whose labels differ: the cost L(y^n, y) of Mancev & Todorovic."""
-    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
-    if y_true.shape != y_pred.shape:
-        raise ValueError(f"label sequences differ in length: {y_true.shape[0]} != {y_pred.shape[0]}")
-    return int(np.count_nonzero(y_true != y_pred))

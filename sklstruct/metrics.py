@@ -39,11 +39,12 @@ With ``scheme`` in {"IOB1", "IOB2", "IOBES", "BILOU"} the chunk functions
 follow seqeval's ``mode="strict"`` instead: a label's first character is its
 prefix (it must be one the scheme allows, ``O`` included) and the rest, less
 hyphens, its type; a chunk exists only where the scheme's rules build one
-(see :data:`SCHEMES`), so a chunk that the scheme cannot have produced (an
-IOB2 ``I-`` without a ``B-``, an IOBES ``B-`` never closed by ``E-``)
-counts neither as true nor as predicted, and ``S-PER S-PER`` is two chunks,
-not conlleval's one.  A predicted chunk is correct when a true chunk has the
-same type and span.  Token accuracy compares whole labels.
+(see :data:`SCHEMES`, from :mod:`sklstruct._schemes`), so a chunk that the
+scheme cannot have produced (an IOB2 ``I-`` without a ``B-``, an IOBES ``B-``
+never closed by ``E-``) counts neither as true nor as predicted, and
+``S-PER S-PER`` is two chunks, not conlleval's one.  A predicted chunk is
+correct when a true chunk has the same type and span.  Token accuracy
+compares whole labels.
 """
 
 from collections import Counter
@@ -54,6 +55,7 @@ from typing import Dict, NamedTuple
 import numpy as np
 from sklearn.metrics import make_scorer
 
+from ._schemes import SCHEMES
 from ._validation import check_sentence, check_sentence_list
 
 __all__ = [
@@ -409,37 +411,8 @@ def chunk_report(y_true, y_pred, *, scheme=None):
 # Strict schemes (seqeval's mode="strict")
 # --------------------------------------------------------------------------
 
-def _rules(*patterns):
-    """Patterns "PC=" : previous prefix P, current prefix C ("*": any), and
-    whether the types must be equal ("="), differ ("!") or either ("*")."""
-    return frozenset(patterns)
-
-
-#: The strict schemes: the prefixes each allows (besides ``O``) and when a
-#: chunk starts at a token, when the next token is inside it (compared with
-#: the one before), and when it ended well (its last token, and the token
-#: after it: the next one or an ``O`` past the end of the sentence).  These
-#: are the rules of seqeval's strict mode (``seqeval.scheme``), BILOU being
-#: IOBES with ``U`` for ``S`` and ``L`` for ``E``.
-SCHEMES = {
-    "IOB1": {"prefixes": "IB",
-             "start": _rules("OI*", "II!", "BI*", "IB=", "BB="),
-             "inside": _rules("BI=", "II="),
-             "end": _rules("II!", "IO*", "IB*", "BO*", "BI!", "BB=")},
-    "IOB2": {"prefixes": "IB",
-             "start": _rules("*B*"),
-             "inside": _rules("BI=", "II="),
-             "end": _rules("IO*", "II!", "IB*", "BO*", "BI!", "BB*")},
-    "IOBES": {"prefixes": "IBES",
-              "start": _rules("*B*", "*S*"),
-              "inside": _rules("BI=", "BE=", "II=", "IE="),
-              "end": _rules("S**", "E**")},
-    "BILOU": {"prefixes": "BILU",
-              "start": _rules("*B*", "*U*"),
-              "inside": _rules("BI=", "BL=", "II=", "IL="),
-              "end": _rules("U**", "L**")},
-}
-
+# (the schemes' rules are sklstruct._schemes.SCHEMES, which chain.py's
+# allowed transitions read too)
 
 def _matches(rules, prev, cur):
     """Whether (prev, cur), two (prefix, type) pairs, fits one of ``rules``."""
@@ -461,7 +434,7 @@ def _strict_chunks(sentences, scheme, name):
     """The chunks (type, sentence, start, end) of ``sentences`` under a
     strict scheme, as a set."""
     rules = SCHEMES[scheme]
-    allowed = set(rules["prefixes"]) | {"O"}
+    allowed = set(rules.prefixes) | {"O"}
     outside = ("O", "_")
     chunks = set()
     for s, sentence in enumerate(sentences):
@@ -476,11 +449,11 @@ def _strict_chunks(sentences, scheme, name):
         tokens.append(outside)
         i, prev = 0, outside
         while i < len(tokens):
-            if _matches(rules["start"], prev, tokens[i]):
+            if _matches(rules.start, prev, tokens[i]):
                 j = i + 1
-                while _matches(rules["inside"], tokens[j - 1], tokens[j]):
+                while _matches(rules.inside, tokens[j - 1], tokens[j]):
                     j += 1          # (the final O is never inside, so j stays in range)
-                if _matches(rules["end"], tokens[j - 1], tokens[j]):
+                if _matches(rules.end, tokens[j - 1], tokens[j]):
                     chunks.add((tokens[i][1], s, i, j))
                 i = j
             else:

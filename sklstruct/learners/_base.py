@@ -2,77 +2,39 @@
 
 :class:`ChainTagger` is the model's estimator face: the data contract (a list
 of per-sentence feature matrices, a list of label sequences), label encoding,
-``predict``, ``predict_kbest`` and ``score``.  :class:`ChainLearner` adds the
-one training loop: ``fit`` (with ``warm_start``), ``partial_fit``, epochs,
-shuffling, ``verbose`` progress and ``history_``; the weights, their layout and
-lazy averaging live in :class:`sklstruct._chain.ChainWeights`.
+``predict``, ``predict_kbest`` and ``score`` (calibration, marginals and
+confidence come from :class:`._confidence.ConfidenceMixin`; the threads over
+sentences from :mod:`sklstruct._parallel`).  :class:`ChainLearner` adds the
+one training loop: ``fit`` (with ``warm_start``), epochs, shuffling,
+``verbose`` progress and ``history_``; the weights, their layout and lazy
+averaging live in :class:`sklstruct._chain.ChainWeights`.
 
-A learner family (online, dual) implements ``_epoch``, one pass over the
-examples in a given order with its Cython kernel; an estimator names its
-update rule and the rule's parameters in ``_update_params()``.  State is only
-assigned once every check has passed, so a failed call leaves the estimator
-as it was.
+A learner family (:mod:`._families`: online, dual) implements ``_epoch``, one
+pass over the examples in a given order with its Cython kernel; an estimator
+names its update rule and the rule's parameters in ``_update_params()``.
+State is only assigned once every check has passed, so a failed call leaves
+the estimator as it was.
 """
 import copy
 import math
-import os
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from .._chain import COSTS, ChainWeights, check_alloc
-from .._validation import (MAX_C, MAX_K, N_JOBS_CONSTRAINT, check_classes, check_k,
-                           check_label_sequences, n_threads, sentence_tags)
+from .._chain import ChainWeights, check_alloc
+from .._parallel import block_ranges, guided_ranges, run
+from .._validation import (MAX_K, N_JOBS_CONSTRAINT, check_classes, check_k,
+                           check_label_sequences, sentence_tags)
 from .._viterbi import chain_order, decode_corpus, kbest_decode
 from ..chain import as_stacked, pack_chain, unpack_chain
-from ._confidence import (METHODS, KBestLists, check_scores, fit_temperature,
-                          sentence_probability, tempered_marginals)
-from ._dual import DualState, dual_epoch
-from ._online import online_epoch
-
-
-#: Tokens per range of prediction's threads, at least (the smallest ranges,
-#: at the end, take a tenth of a millisecond to decode), and per thread.
-_MIN_RANGE_TOKENS = 2048
-
-
-_POOL = {"executor": None, "lock": threading.Lock()}
-_POOL_PREFIX = "sklstruct-blocks"
-
-
-def _submit(worker, n):
-    """Futures of ``n`` calls of ``worker()`` run by the process's thread
-    pool for the taggers' blocks, which has at least ``n`` threads.  The pool
-    is kept from call to call: joblib's threading backend starts one at every
-    call, 12 ms on this 2-core machine, more than decoding a test set takes.
-    Submitting under the lock: a pool replaced by a larger one is shut down
-    only after its callers have submitted (its queued work still runs)."""
-    with _POOL["lock"]:
-        executor = _POOL["executor"]
-        if executor is None or executor._max_workers < n:
-            if executor is not None:
-                executor.shutdown(wait=False)
-            executor = _POOL["executor"] = ThreadPoolExecutor(
-                n, thread_name_prefix=_POOL_PREFIX)
-        return [executor.submit(worker) for _ in range(n)]
-
-
-def _forget_pool():
-    # a forked child has the pool object but not its threads
-    _POOL["executor"] = None
-    _POOL["lock"] = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
+from ._confidence import ConfidenceMixin
+from ._dual import DualState
 
 
 def _identity(n):
@@ -86,7 +48,8 @@ def _kind(labels):
 
 
 def new_dual(estimator, data, codes):
-    """The state of a fresh dual optimisation (eq. 5) of ``estimator.C``."""
+    """The state of a fresh dual optimisation (eq. 5) of ``estimator.C``: of
+    the dual learners (:mod:`._families`) and M3N's working-set solver."""
     return {"_dual": DualState(data.offsets, codes, float(estimator.C)),
             "_train_labels": codes, "_train_lengths": data.lengths}
 
@@ -112,7 +75,7 @@ def check_same_dual(estimator, data, codes, fitted_C=None):
                          "continuing training (the dual variables sum to C); refit")
 
 
-class ChainTagger(BaseEstimator):
+class ChainTagger(ConfidenceMixin, BaseEstimator):
     """The linear-chain tagger: prediction and scoring from learned weights.
 
     Subclasses set the learned attributes ``classes_``, ``coef_`` (n_labels x
@@ -211,7 +174,7 @@ class ChainTagger(BaseEstimator):
         dtype = np.float32 if self.coef_.dtype == np.float32 else np.float64
         return (np.ascontiguousarray(self.coef_.T, dtype=dtype),
                 pack_chain(self.transition_coef_, self.start_coef_, self.end_coef_,
-                           getattr(self, "trigram_coef_", None)))
+                           self.trigram_coef_))
 
     def astype(self, dtype):
         """A copy of the fitted tagger with its emission weights stored as ``dtype``.
@@ -278,73 +241,22 @@ class ChainTagger(BaseEstimator):
         self._decode(data, then=labels)
         return result
 
-    # -- threads over blocks of sentences -----------------------------------------
+    # -- threads over blocks of sentences (sklstruct._parallel) ----------------------
     def _blocks(self, block, n_sentences):
         """(start, stop) sentence ranges of whole blocks of ``block`` sentences,
         one range per thread of ``n_jobs``."""
-        n_blocks = -(-n_sentences // block)
-        n_jobs = n_threads(getattr(self, "n_jobs", None), n_blocks)
-        cuts = np.linspace(0, n_blocks, n_jobs + 1).round().astype(int) * block
-        return [(int(a), int(min(b, n_sentences))) for a, b in zip(cuts[:-1], cuts[1:])
-                if a < min(b, n_sentences)]
+        return block_ranges(getattr(self, "n_jobs", None), block, n_sentences)
 
     def _prediction_blocks(self, offsets):
         """(start, stop) sentence ranges for prediction's threads, of the
-        sentences whose rows start at ``offsets`` (n_sentences + 1).
-
-        One range when one thread does the work (``n_jobs``, at most one
-        thread per ``_MIN_RANGE_TOKENS`` tokens).  For k threads, ranges of
-        decreasing size, as OpenMP's "guided" schedule: each takes 1 / (2k)
-        of the tokens not yet in a range, at least ``_MIN_RANGE_TOKENS``, each
-        cut at the next sentence.  The threads take the next range as they finish
-        one (:meth:`_run`), so a thread on a slower CPU (a virtual CPU whose
-        host is busy) takes fewer and the threads finish together: with two
-        threads, 2-8% less time than equal shares on this machine.  Results
-        do not depend on the cuts."""
-        n, total = len(offsets) - 1, int(offsets[-1])
-        k = n_threads(getattr(self, "n_jobs", None), -(-total // _MIN_RANGE_TOKENS))
-        if k <= 1:
-            return [(0, n)] if n else []
-        cuts, done = [], 0
-        while done < total:
-            done += max((total - done) // (2 * k), _MIN_RANGE_TOKENS)
-            cuts.append(done)
-        bounds = np.unique(np.r_[0, np.searchsorted(offsets, cuts[:-1]), n]).tolist()
-        return list(zip(bounds[:-1], bounds[1:]))
+        sentences whose rows start at ``offsets`` (n_sentences + 1): see
+        :func:`sklstruct._parallel.guided_ranges`."""
+        return guided_ranges(getattr(self, "n_jobs", None), offsets)
 
     def _run(self, fn, ranges):
-        """[fn(start, stop) for each range], in threads when there are
-        several (the kernels release the GIL): the calling thread and
-        ``n_jobs`` - 1 of a pool kept for the process (see :func:`_submit`)
-        each take the next range not yet taken until none is left.  After an
-        error no range is started and the error is raised once the ranges
-        running have finished."""
-        k = n_threads(getattr(self, "n_jobs", None), len(ranges))
-        if k <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
-            # (inside a pool thread, waiting for the pool could deadlock)
-            return [fn(a, b) for a, b in ranges]
-        results = [None] * len(ranges)
-        todo = iter(enumerate(ranges))      # next() on it is atomic under the GIL
-        failed = []
-
-        def worker():
-            for i, (a, b) in todo:
-                if failed:
-                    return
-                try:
-                    results[i] = fn(a, b)
-                except BaseException:
-                    failed.append(True)
-                    raise
-
-        futures = _submit(worker, k - 1)
-        try:
-            worker()
-        finally:
-            wait(futures)            # no range left running on an error
-        for f in futures:
-            f.result()
-        return results
+        """[fn(start, stop) for each range], in ``n_jobs`` threads: see
+        :func:`sklstruct._parallel.run`."""
+        return run(getattr(self, "n_jobs", None), fn, ranges)
 
     def _decode(self, data, then=None):
         """The Viterbi label codes of every token of ``data`` (StackedSentences),
@@ -422,132 +334,6 @@ class ChainTagger(BaseEstimator):
         return [r for part in self._run(block, self._prediction_blocks(offsets))
                 for r in part]
 
-    # -- confidence ------------------------------------------------------------------
-    def _confidence_setting(self):
-        """(method, k, temperature) of the current calibration, or the default
-        (forward-backward at T = 1; see :mod:`._confidence`)."""
-        cal = getattr(self, "calibration_", None)
-        if cal is None:
-            return "forward_backward", 20, 1.0
-        return cal["method"], cal["k"], cal["temperature"]
-
-    def _scores(self, X):
-        """(data, E, P): the stacked X and its finite emission and chain scores."""
-        check_is_fitted(self)
-        data = as_stacked(X, self.n_features_in_)
-        E, P = self._emissions(data)
-        E = np.ascontiguousarray(E, dtype=np.float64)
-        check_scores(E, P)
-        return data, E, P
-
-    def calibrate(self, X, y, method="forward_backward", k=20):
-        """Fit the temperature of :meth:`predict_marginals` and
-        :meth:`predict_confidence` on held-out sentences.
-
-        The tagger's scores ``s(y) = w.F(x, y)`` are read as the distribution
-        ``p(y | x) ~ exp(s(y) / T)``.  ``calibrate`` chooses ``T`` minimising the
-        mean negative log probability of the gold labels of the tokens of
-        ``(X, y)`` (temperature scaling [1]_ of the structured marginals), so
-        that a label given probability 0.8 is right about 80% of the time.
-        Use sentences the tagger was not trained on.
-
-        Parameters
-        ----------
-        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
-            Held-out sentences.
-        y : list of array-like of shape (n_tokens_i,)
-            Their gold labels.  A label not seen in training (probability 0
-            at every temperature) counts in ``log_loss`` as probability
-            1e-12 and does not move the temperature.
-        method : {"forward_backward", "kbest"}, default="forward_backward"
-            ``"forward_backward"``: the distribution over all sequences,
-            exact for the tempered model.  ``"kbest"``: over the ``k`` best
-            sequences only, an estimate in which a label that none of them
-            gives a token has probability 0.  On CoNLL-2000 test (perceptron,
-            PA and k-best SDM trained on 90% of the training file, calibrated
-            on the rest) the token-level expected calibration error was
-            0.9-1.0% with ``"forward_backward"`` and 1.7-2.1% with
-            ``"kbest"`` (3.9%, 53% and 72% uncalibrated): a token on which
-            all of the k best sequences agree gets probability 1 at every
-            temperature.
-        k : int, default=20
-            Sequences per sentence of ``"kbest"``.
-
-        Returns
-        -------
-        self : object
-            With ``calibration_``: a dict of ``method``, ``k``,
-            ``temperature`` and the mean log loss of the held-out gold labels
-            at it (``log_loss``) and at ``T = 1`` (``log_loss_at_1``).
-
-        References
-        ----------
-        .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On Calibration
-           of Modern Neural Networks", ICML 2017.
-        """
-        if method not in METHODS:
-            raise ValueError(f"method: must be one of {list(METHODS)}; got {method!r}")
-        k = check_k(k)
-        data, E, P = self._scores(X)
-        # a label the model does not know costs the same at every temperature
-        gold = self._encode(y, data, self.classes_, unseen=-1)
-        temperature, loss, loss_1 = fit_temperature(self, E, P, data.offsets, gold, method, k)
-        self.calibration_ = {"method": method, "k": k, "temperature": temperature,
-                             "log_loss": loss, "log_loss_at_1": loss_1}
-        return self
-
-    def predict_marginals(self, X):
-        """Per-token label probabilities ``P(y_t = label | x)``.
-
-        Forward-backward over all sequences of ``p(y | x) ~ exp(s(y) / T)``,
-        ``s(y) = w.F(x, y)`` the tagger's score, at ``T = 1`` until
-        :meth:`calibrate` fits a temperature on held-out sentences (then with
-        its method, ``k`` and temperature).  For :class:`~sklstruct.CRFTagger`
-        at ``T = 1`` these are the model's own probabilities; for the
-        max-margin learners, whose scores are margins, not log-probabilities,
-        they are an estimate that is only meaningful once calibrated (on
-        CoNLL-2000 the fitted T was 7 for the perceptron, 0.3-0.4 for PA and
-        k-best SDM).
-
-        Parameters
-        ----------
-        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
-
-        Returns
-        -------
-        marginals : list of ndarray of shape (n_tokens_i, n_classes)
-            Columns in the order of ``classes_``; rows sum to 1.
-            (sklearn-crfsuite's ``predict_marginals`` gives the same
-            numbers for an uncalibrated CRF, as lists of dicts.)
-        """
-        method, k, temperature = self._confidence_setting()
-        data, E, P = self._scores(X)
-        if method == "kbest":
-            out = KBestLists(self, E, P, data.offsets, k).marginals(temperature)
-            out = out.reshape(E.shape)
-        else:
-            out, _ = tempered_marginals(self, E, P, data.offsets, temperature)
-        # sums of probabilities may pass 1 by a rounding error
-        return data.split(np.clip(out, 0.0, 1.0, out=out))
-
-    def predict_confidence(self, X):
-        """The probability of each sentence's predicted label sequence (that of
-        :meth:`predict`), under the distribution of :meth:`predict_marginals`.
-
-        Parameters
-        ----------
-        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
-
-        Returns
-        -------
-        confidence : ndarray of shape (n_sentences,)
-            In [0, 1]; it underflows to 0 for a long sentence whose best
-            sequence is one of very many likely ones.
-        """
-        method, k, temperature = self._confidence_setting()
-        data, E, P = self._scores(X)
-        return np.clip(sentence_probability(self, E, P, data.offsets, method, k, temperature),
-                       0.0, 1.0)
 
     def score(self, X, y):
         """Token accuracy of ``predict(X)`` against ``y`` (sklearn's classifier
@@ -562,10 +348,11 @@ class ChainTagger(BaseEstimator):
 class ChainLearner(ChainTagger):
     """The training loop of every learner of the chain weights.
 
-    Families define ``_new_state(data, codes)`` (optional), ``_check_warm``
-    (optional), ``_epoch(data, codes, order, rng)`` returning a dict of what
-    the pass did, ``_after_epoch(data, codes)`` (optional, untimed) and
-    ``_describe(record)`` for ``verbose``.
+    Families (:mod:`._families`) define ``_new_state(data, codes)``
+    (optional), ``_check_warm`` (optional), ``_epoch(data, codes, order, rng)``
+    returning a dict of what the pass did, ``_after_epoch(data, codes)``
+    (optional, untimed) and ``_describe(record)``, the ``verbose`` line of a
+    pass (:func:`sklstruct._progress.progress_line`).
     """
 
     _parameter_constraints = {
@@ -583,9 +370,8 @@ class ChainLearner(ChainTagger):
     #: What training keeps beyond the published weights: needed to continue
     #: training, not to predict.  A pickle keeps it only when the estimator
     #: will continue (``warm_start=True``, or trained by ``partial_fit``).
-    _TRAINING_STATE = ("_weights", "_rng", "_dual", "_dual_cost", "_train_labels",
-                       "_train_lengths", "_sgd", "_aux", "_support", "_support_vectors",
-                       "_solver", "_beta", "_edge", "_C")
+    #: Each family adds its own (``ChainLearner._TRAINING_STATE + (...)``).
+    _TRAINING_STATE = ("_weights", "_rng", "_train_labels", "_train_lengths")
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -750,92 +536,3 @@ class ChainLearner(ChainTagger):
                     final=not self.warm_start)
         self._resumable = False
         return self
-
-
-class OnlineLearner(ChainLearner):
-    """Online learners: each example updates the weights by the estimator's
-    rule (``_update_params()["rule"]``, a function of ``learners/_online.pyx``)."""
-
-    def _epoch(self, data, codes, order, rng):
-        mistakes, updates = online_epoch(data, codes, order, self._weights, k=int(self.k),
-                                         **self._update_params())
-        return {"mistakes": mistakes, "updates": updates}
-
-    def _describe(self, r):
-        return (f"-- Epoch {r['epoch']}: mistakes {r['mistakes']}/{r['sentences']} "
-                f"({100.0 * r['mistakes'] / r['sentences']:.2f}%), updates {r['updates']}, "
-                f"{r['seconds']:.3f} s")
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, classes=None):
-        """One epoch over the given sentences, continuing from the current weights.
-
-        Parameters
-        ----------
-        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
-        y : list of array-like of shape (n_tokens_i,)
-        classes : array-like, optional
-            All labels that will ever occur.  Needed on the first call only if
-            later batches contain labels the first batch lacks; on later calls
-            it must be the same set (or None), as in scikit-learn.
-
-        Returns
-        -------
-        self : object
-        """
-        self._check_resumable()
-        self._train(X, y, 1, hasattr(self, "_weights"), classes)
-        self._resumable = True
-        return self
-
-
-class DualLearner(ChainLearner):
-    """Passes of a dual coordinate learner over working sets of sequences
-    (Mancev & Todorovic, sections 3, 4.2 and 4.3): k-best SDM and LaRank.  The
-    state (``DualState`` in ``learners/_dual.pyx``) keeps every example's
-    working set S_n, its dual variables and costs, and the weights stay equal
-    to ``sum lambda dF`` (eq. 6) throughout."""
-
-    _parameter_constraints = {
-        **ChainLearner._parameter_constraints,
-        "C": [Interval(Real, 0, MAX_C, closed="right")],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "kappa": [Interval(Real, 0, None, closed="left")],
-        "max_smo_iter": [Interval(Integral, 1, None, closed="left")],
-        "cost": [StrOptions(set(COSTS))],
-    }
-
-    def _new_state(self, data, codes):
-        if self.kappa >= self.C:
-            raise ValueError(f"kappa={self.kappa} must be smaller than C={self.C}: no dual "
-                             "variable could exceed kappa, so SMO would never take a step")
-        return {**new_dual(self, data, codes), "_dual_cost": self.cost}
-
-    def _check_warm(self, data, codes):
-        check_same_dual(self, data, codes)
-        if self._dual_cost != self.cost:
-            raise ValueError(f"cost: cannot change cost from {self._dual_cost!r} to "
-                             f"{self.cost!r} when continuing training (the working sets "
-                             "hold the costs of the old one); refit")
-
-    def _epoch(self, data, codes, order, rng):
-        params = self._update_params()
-        if params.get("n_reprocess", 0) > 0:
-            # the random picks of support patterns, drawn after the order so
-            # that a learner without them visits examples like the online ones
-            self._dual.seed(int(rng.randint(1, 2**62)))
-        mistakes, steps, _ = dual_epoch(
-            self._dual, data, order, self._weights, int(self.k), cost=COSTS[self.cost],
-            tol=float(self.tol), kappa=float(self.kappa), max_smo_steps=int(self.max_smo_iter),
-            **params)
-        self.n_support_ = self._dual.n_support
-        self.dual_objective_ = self._dual.objective
-        return {"mistakes": mistakes, "smo_steps": steps,
-                "dual_objective": self._dual.objective, "n_support": self._dual.n_support,
-                "n_sequences": self._dual.n_sequences}
-
-    def _describe(self, r):
-        return (f"-- Pass {r['epoch']}: dual objective {r['dual_objective']:.6g}, "
-                f"support vectors {r['n_support']} ({r['n_sequences']} sequences held), "
-                f"mistakes {r['mistakes']}/{r['sentences']}, SMO steps {r['smo_steps']}, "
-                f"{r['seconds']:.3f} s")

@@ -12,11 +12,16 @@ it is read as the distribution ``p_T(y | x) ~ exp(s(y) / T)``, either
 :func:`fit_temperature` chooses ``T`` minimising the mean negative log
 probability of the gold labels of held-out tokens (temperature scaling, Guo,
 Pleiss, Sun and Weinberger 2017, applied to structured marginals).
+:class:`ConfidenceMixin` gives a chain tagger ``calibrate``,
+``predict_marginals`` and ``predict_confidence`` on top of them.
 """
 import numpy as np
 from scipy.optimize import minimize_scalar
+from sklearn.utils.validation import check_is_fitted
 
+from .._validation import check_k
 from .._viterbi import corpus_marginals
+from ..chain import as_stacked
 
 METHODS = ("kbest", "forward_backward")
 
@@ -141,3 +146,138 @@ def sentence_probability(tagger, E, P, offsets, method, k, temperature):
     _, log_z = tempered_marginals(tagger, E, P, offsets, temperature)
     best = np.array([scores[0] for _, scores in tagger._kbest_codes(E, P, offsets, 1)])
     return np.exp(best / temperature - log_z)
+
+
+class ConfidenceMixin:
+    """Calibration, label marginals and sentence confidence of a chain tagger.
+
+    For :class:`._base.ChainTagger`: it reads the tagger's ``_emissions``,
+    ``_encode``, ``_kbest_codes`` and its threads (``_run``,
+    ``_prediction_blocks``); ``calibrate`` sets ``calibration_``.
+    """
+
+    def _confidence_setting(self):
+        """(method, k, temperature) of the current calibration, or the default
+        (forward-backward at T = 1; see :mod:`._confidence`)."""
+        cal = getattr(self, "calibration_", None)
+        if cal is None:
+            return "forward_backward", 20, 1.0
+        return cal["method"], cal["k"], cal["temperature"]
+
+    def _scores(self, X):
+        """(data, E, P): the stacked X and its finite emission and chain scores."""
+        check_is_fitted(self)
+        data = as_stacked(X, self.n_features_in_)
+        E, P = self._emissions(data)
+        E = np.ascontiguousarray(E, dtype=np.float64)
+        check_scores(E, P)
+        return data, E, P
+
+    def calibrate(self, X, y, method="forward_backward", k=20):
+        """Fit the temperature of :meth:`predict_marginals` and
+        :meth:`predict_confidence` on held-out sentences.
+
+        The tagger's scores ``s(y) = w.F(x, y)`` are read as the distribution
+        ``p(y | x) ~ exp(s(y) / T)``.  ``calibrate`` chooses ``T`` minimising the
+        mean negative log probability of the gold labels of the tokens of
+        ``(X, y)`` (temperature scaling [1]_ of the structured marginals), so
+        that a label given probability 0.8 is right about 80% of the time.
+        Use sentences the tagger was not trained on.
+
+        Parameters
+        ----------
+        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
+            Held-out sentences.
+        y : list of array-like of shape (n_tokens_i,)
+            Their gold labels.  A label not seen in training (probability 0
+            at every temperature) counts in ``log_loss`` as probability
+            1e-12 and does not move the temperature.
+        method : {"forward_backward", "kbest"}, default="forward_backward"
+            ``"forward_backward"``: the distribution over all sequences,
+            exact for the tempered model.  ``"kbest"``: over the ``k`` best
+            sequences only, an estimate in which a label that none of them
+            gives a token has probability 0.  On CoNLL-2000 test (perceptron,
+            PA and k-best SDM trained on 90% of the training file, calibrated
+            on the rest) the token-level expected calibration error was
+            0.9-1.0% with ``"forward_backward"`` and 1.7-2.1% with
+            ``"kbest"`` (3.9%, 53% and 72% uncalibrated): a token on which
+            all of the k best sequences agree gets probability 1 at every
+            temperature.
+        k : int, default=20
+            Sequences per sentence of ``"kbest"``.
+
+        Returns
+        -------
+        self : object
+            With ``calibration_``: a dict of ``method``, ``k``,
+            ``temperature`` and the mean log loss of the held-out gold labels
+            at it (``log_loss``) and at ``T = 1`` (``log_loss_at_1``).
+
+        References
+        ----------
+        .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On Calibration
+           of Modern Neural Networks", ICML 2017.
+        """
+        if method not in METHODS:
+            raise ValueError(f"method: must be one of {list(METHODS)}; got {method!r}")
+        k = check_k(k)
+        data, E, P = self._scores(X)
+        # a label the model does not know costs the same at every temperature
+        gold = self._encode(y, data, self.classes_, unseen=-1)
+        temperature, loss, loss_1 = fit_temperature(self, E, P, data.offsets, gold, method, k)
+        self.calibration_ = {"method": method, "k": k, "temperature": temperature,
+                             "log_loss": loss, "log_loss_at_1": loss_1}
+        return self
+
+    def predict_marginals(self, X):
+        """Per-token label probabilities ``P(y_t = label | x)``.
+
+        Forward-backward over all sequences of ``p(y | x) ~ exp(s(y) / T)``,
+        ``s(y) = w.F(x, y)`` the tagger's score, at ``T = 1`` until
+        :meth:`calibrate` fits a temperature on held-out sentences (then with
+        its method, ``k`` and temperature).  For :class:`~sklstruct.CRFTagger`
+        at ``T = 1`` these are the model's own probabilities; for the
+        max-margin learners, whose scores are margins, not log-probabilities,
+        they are an estimate that is only meaningful once calibrated (on
+        CoNLL-2000 the fitted T was 7 for the perceptron, 0.3-0.4 for PA and
+        k-best SDM).
+
+        Parameters
+        ----------
+        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_tokens_i, n_classes)
+            Columns in the order of ``classes_``; rows sum to 1.
+            (sklearn-crfsuite's ``predict_marginals`` gives the same
+            numbers for an uncalibrated CRF, as lists of dicts.)
+        """
+        method, k, temperature = self._confidence_setting()
+        data, E, P = self._scores(X)
+        if method == "kbest":
+            out = KBestLists(self, E, P, data.offsets, k).marginals(temperature)
+            out = out.reshape(E.shape)
+        else:
+            out, _ = tempered_marginals(self, E, P, data.offsets, temperature)
+        # sums of probabilities may pass 1 by a rounding error
+        return data.split(np.clip(out, 0.0, 1.0, out=out))
+
+    def predict_confidence(self, X):
+        """The probability of each sentence's predicted label sequence (that of
+        :meth:`predict`), under the distribution of :meth:`predict_marginals`.
+
+        Parameters
+        ----------
+        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
+
+        Returns
+        -------
+        confidence : ndarray of shape (n_sentences,)
+            In [0, 1]; it underflows to 0 for a long sentence whose best
+            sequence is one of very many likely ones.
+        """
+        method, k, temperature = self._confidence_setting()
+        data, E, P = self._scores(X)
+        return np.clip(sentence_probability(self, E, P, data.offsets, method, k, temperature),
+                       0.0, 1.0)

@@ -151,10 +151,6 @@ cdef class DualState:
             count += self.sets[n].m
         return count
 
-    @property
-    def n_support_patterns(self):
-        return self.n_patterns
-
     def export(self):
         """The working sets as arrays: ``sizes`` (n_examples,), and for all
         sequences in example order, ``sequences`` (concatenated labels),
@@ -180,22 +176,6 @@ cdef class DualState:
                 memcpy(&sv[spos], self.sets[n].seqs, self.sets[n].m * self.sets[n].T * sizeof(int))
             spos += self.sets[n].m * self.sets[n].T
         return {"sizes": sizes, "T": lengths, "sequences": seqs, "lam": lam, "cost": cost}
-
-    def working_set(self, Py_ssize_t n):
-        """(sequences (m, T) int32, lambda (m,), cost (m,)) of example n; row 0 is gold."""
-        if not 0 <= n < self.n_examples:
-            raise IndexError(f"example {n} out of range")
-        cdef WSet* s = &self.sets[n]
-        seqs = np.empty((s.m, s.T), dtype=np.int32)
-        lam = np.empty(s.m)
-        cost = np.empty(s.m)
-        cdef Py_ssize_t j, t
-        for j in range(s.m):
-            lam[j] = s.lam[j]
-            cost[j] = s.cost[j]
-            for t in range(s.T):
-                seqs[j, t] = s.seqs[j * s.T + t]
-        return seqs, lam, cost
 
     def __reduce__(self):
         state = self.export()
@@ -399,19 +379,39 @@ cdef const double* _column(void* ctx, Py_ssize_t j) noexcept nogil:
     return col
 
 
-cdef Py_ssize_t smo_example(DualState st, Py_ssize_t n, Corpus* X, Py_ssize_t row0,
-                            Weights* w, _DualWork dw, double tol, double kappa,
-                            Py_ssize_t max_steps, double* trace,
-                            Py_ssize_t* n_trace, Py_ssize_t trace_cap,
-                            bint support_only=False) noexcept nogil:
-    """SMO on the working set of example n until its KKT conditions hold to
-    ``tol`` (eqs. 17-20), then w += sum_y (lambda_y - lambda_y^old) dF(y)
-    (eq. 9).  With ``support_only`` only sequences whose lambda is already
-    > 0 may receive mass (kBV-Optimize of Mancev & Todorovic, section 4.3: "among
-    non-zero coefficients", so that it adds no support vector, as the proof
-    of Proposition 1 requires).  With a ``trace`` the dual objective is
+cdef struct Visit:
+    # what every operation of a pass needs beyond the example: the corpus and
+    # weights, the candidates (k, cost, max_size), the SMO (tol, kappa,
+    # max_steps), LaRank's pruning, the optional trace of the dual objective
+    Corpus* X
+    Weights* w
+    Py_ssize_t k
+    int cost
+    Py_ssize_t max_size
+    double tol
+    double kappa
+    Py_ssize_t max_steps
+    bint prune
+    double* trace
+    Py_ssize_t* n_trace
+    Py_ssize_t trace_cap
+
+
+cdef Py_ssize_t smo_example(DualState st, Py_ssize_t n, Py_ssize_t row0, _DualWork dw,
+                            Visit* v, bint support_only) noexcept nogil:
+    """SMO on the working set of example n (its rows from ``row0``) until its
+    KKT conditions hold to ``v.tol`` (eqs. 17-20), then
+    w += sum_y (lambda_y - lambda_y^old) dF(y) (eq. 9).  With
+    ``support_only`` only sequences whose lambda is already > 0 may receive
+    mass (kBV-Optimize of Mancev & Todorovic, section 4.3: "among non-zero
+    coefficients", so that it adds no support vector, as the proof of
+    Proposition 1 requires).  With a ``v.trace`` the dual objective is
     recorded after every step.  Returns the number of steps, or -1 if
     memory ran out."""
+    cdef Corpus* X = v.X
+    cdef Weights* w = v.w
+    cdef double tol = v.tol, kappa = v.kappa
+    cdef Py_ssize_t max_steps = v.max_steps
     cdef WSet* s = &st.sets[n]
     cdef Py_ssize_t j, steps = 0, done, m = s.m, T = s.T
     cdef double d, gain = 0.0
@@ -439,7 +439,7 @@ cdef Py_ssize_t smo_example(DualState st, Py_ssize_t n, Corpus* X, Py_ssize_t ro
     qp.grad = dw.grad
     qp.column = _column
     qp.ctx = &cols
-    if trace == NULL:
+    if v.trace == NULL:
         steps = simplex_smo(&qp, tol, kappa, support_only, max_steps, &gain)
         if steps < 0:
             return -1
@@ -453,9 +453,9 @@ cdef Py_ssize_t smo_example(DualState st, Py_ssize_t n, Corpus* X, Py_ssize_t ro
             if done == 0:
                 break
             st.objective += gain
-            if n_trace[0] < trace_cap:
-                trace[n_trace[0]] = st.objective
-                n_trace[0] += 1
+            if v.n_trace[0] < v.trace_cap:
+                v.trace[v.n_trace[0]] = st.objective
+                v.n_trace[0] += 1
             steps += 1
     for j in range(1, m):
         d = s.lam[j] - dw.lam0[j]
@@ -514,22 +514,6 @@ cdef void _prune(WSet* s) noexcept nogil:
         j -= 1
 
 
-cdef struct Visit:
-    # what every operation of a pass needs beyond the example
-    Corpus* X
-    Weights* w
-    Py_ssize_t k
-    int cost
-    Py_ssize_t max_size
-    double tol
-    double kappa
-    Py_ssize_t max_steps
-    bint prune
-    double* trace
-    Py_ssize_t* n_trace
-    Py_ssize_t trace_cap
-
-
 cdef Py_ssize_t _visit(DualState st, Py_ssize_t n, bint add, bint support_only, Workspace ws,
                        _DualWork dw, Visit* v, bint* mistake) noexcept nogil:
     """One operation on example n: with ``add``, S_n += its k loss-augmented
@@ -540,8 +524,7 @@ cdef Py_ssize_t _visit(DualState st, Py_ssize_t n, bint add, bint support_only, 
     if add and add_candidates(st, n, ws, v.X, row0, v.w, v.k, v.cost, v.max_size,
                               mistake) < 0:
         return -1
-    steps = smo_example(st, n, v.X, row0, v.w, dw, v.tol, v.kappa, v.max_steps, v.trace,
-                        v.n_trace, v.trace_cap, support_only)
+    steps = smo_example(st, n, row0, dw, v, support_only)
     if steps < 0:
         return -1
     if v.prune:
@@ -550,11 +533,24 @@ cdef Py_ssize_t _visit(DualState st, Py_ssize_t n, bint add, bint support_only, 
     return steps
 
 
+cdef struct Schedule:
+    # the operations of a pass beyond kBV-ProcessNew (LaRank's)
+    Py_ssize_t n_reprocess
+    Py_ssize_t n_optimize
+    Py_ssize_t max_size
+    bint prune
+
+
+def _schedule(Py_ssize_t n_reprocess=0, Py_ssize_t n_optimize=10, Py_ssize_t max_size=0,
+              bint prune=False):
+    """The keywords of :func:`dual_epoch` that shape a pass, checked for names and types."""
+    return Schedule(n_reprocess, n_optimize, max_size, prune)
+
+
 def dual_epoch(DualState st, ChainData data, const long long[::1] order,
                ChainWeights weights, Py_ssize_t k, int cost=COST_HAMMING, double tol=1e-6,
-               double kappa=0.0, Py_ssize_t max_smo_steps=1000, Py_ssize_t n_reprocess=0,
-               Py_ssize_t n_optimize=10, Py_ssize_t max_size=0, bint prune=False,
-               double[::1] trace=None):
+               double kappa=0.0, Py_ssize_t max_smo_steps=1000, double[::1] trace=None,
+               **schedule):
     """One pass of k-best SDM / LaRank over the examples in ``order``.
 
     Parameters
@@ -568,11 +564,13 @@ def dual_epoch(DualState st, ChainData data, const long long[::1] order,
     cost : COSTS code of L(y^n, y)
     tol, kappa : the KKT tolerances tau and kappa of eqs. 17-18
     max_smo_steps : cap on SMO steps per operation
-    n_reprocess : kBV-Reprocess operations after each new example (n_R)
-    n_optimize : kBV-Optimize steps in each kBV-Reprocess (10 in the paper)
-    max_size : cap on a working set's size (0: none)
-    prune : drop sequences whose lambda returns to 0 (LaRank)
     trace : optional array, filled with the dual objective after each SMO step
+    **schedule : the shape of a pass (:func:`_schedule`)
+        n_reprocess : kBV-Reprocess operations after each new example
+        (n_R; default 0); n_optimize : kBV-Optimize steps in each
+        kBV-Reprocess (10, as in the paper); max_size : cap on a working
+        set's size (0: none); prune : drop sequences whose lambda returns to
+        0 (LaRank; default False)
 
     Returns
     -------
@@ -581,6 +579,8 @@ def dual_epoch(DualState st, ChainData data, const long long[::1] order,
     n_trace : entries of ``trace`` filled
     """
     cdef Py_ssize_t i, r, o, n, p, N = order.shape[0], steps
+    cdef Schedule plan = _schedule(**schedule)
+    cdef Py_ssize_t n_reprocess = plan.n_reprocess, n_optimize = plan.n_optimize
     if st.n_examples != data.n_sentences:
         raise ValueError("the dual state belongs to another training set")
     cdef Workspace ws = Workspace(data, weights.n_labels, weights.order,
@@ -595,11 +595,11 @@ def dual_epoch(DualState st, ChainData data, const long long[::1] order,
     v.w = w
     v.k = k
     v.cost = cost
-    v.max_size = max_size
+    v.max_size = plan.max_size
     v.tol = tol
     v.kappa = kappa
     v.max_steps = max_smo_steps
-    v.prune = prune
+    v.prune = plan.prune
     v.trace = NULL
     v.n_trace = &n_trace
     v.trace_cap = 0

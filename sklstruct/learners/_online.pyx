@@ -8,9 +8,11 @@ updates the weights as the paper says, each test made with the weights left by
 the previous update (Algorithm 4).  Updates are sparse and lazily averaged
 (:mod:`sklstruct._chain`).
 
-An update rule is a ``cdef`` function of the type ``UpdateRule``; adding a
-learner means writing one and giving it one line in ``_rule`` (with what it
-needs of the shared workspace).
+An update rule is a ``cdef`` function of the type ``UpdateRule``; its row of
+the table :data:`RULES` names its parameters (with their defaults) and the
+scratch it needs of the shared workspace.  Adding a learner means writing one
+function and one row: ``Params``, :func:`online_epoch` and ``Workspace`` stay
+as they are.
 """
 from libc.math cimport exp
 
@@ -39,15 +41,29 @@ cdef struct Example:
     const int* gold
 
 
+cdef enum:
+    MAX_RULE_ARGS = 8        # parameters a rule's row may name, at most
+
+
 cdef struct Params:
     Py_ssize_t k             # candidates per example
-    double C                 # step cap (PA, RPA) or slack weight (MIRA)
     int cost                 # COSTS code of L(y^n, y)
-    double tol               # MIRA's KKT tolerance
-    Py_ssize_t max_steps     # MIRA's SMO step cap
-    bint augment             # PA, RPA, MIRA: loss-augmented candidates (eq. 12)
-    int gamma                # SWVP, SWVM: the SETGAMMA function (GAMMAS)
-    bint aggressive          # SWVP, SWVM: drop non-violating templates first
+    bint augment             # loss-augmented candidates (eq. 12): asked for, and the rule takes them
+    double arg[MAX_RULE_ARGS]    # the rule's own parameters, in the order of its row
+
+
+cdef struct Templates:
+    # SWVP's and SWVM's weighting of the single-position templates
+    int gamma                # the SETGAMMA function (GAMMAS)
+    bint aggressive          # drop the templates that do not violate first
+
+
+cdef inline Templates _templates(const double* arg) noexcept nogil:
+    """The template weighting from two consecutive rule parameters (gamma, aggressive)."""
+    cdef Templates t
+    t.gamma = <int>arg[0]
+    t.aggressive = arg[1] != 0.0
+    return t
 
 
 # An update rule: learn from one example; returns the number of sequences that
@@ -59,15 +75,16 @@ ctypedef long long (*UpdateRule)(Example* ex, Workspace ws, Weights* w, Params* 
 cdef long long perceptron_update(Example* ex, Workspace ws, Weights* w, Params* p,
                                  bint* mistake) noexcept nogil:
     """k-best perceptron (Mancev & Todorovic eq. 36): for each of the k best
-    sequences y by score, w += dF(y) when w . dF(y) <= 0."""
-    return _violation_steps(ex, ws, w, p, mistake, False)
+    sequences y by score, w += dF(y) when w . dF(y) <= 0.  No parameters."""
+    return _violation_steps(ex, ws, w, p, mistake, NULL)
 
 
 cdef long long _violation_steps(Example* ex, Workspace ws, Weights* w, Params* p,
-                                bint* mistake, bint weighted) noexcept nogil:
+                                bint* mistake, const Templates* weighted) noexcept nogil:
     """For each of the k best sequences y by score that violates
     (w . dF(y) <= 0, with the weights left by the previous step): w += dF(y),
-    or with ``weighted`` the SWVP difference of :c:func:`weighted_violation`."""
+    or with ``weighted`` templates the SWVP difference of
+    :c:func:`weighted_violation`."""
     cdef Py_ssize_t j, n, T = ex.T
     cdef long long updates = 0
     cdef int* path
@@ -77,8 +94,8 @@ cdef long long _violation_steps(Example* ex, Workspace ws, Weights* w, Params* p
         path = ws.paths + j * T
         if same_path(path, ex.gold, T) or margin(ex.X, ex.row0, T, ex.gold, path, w) > 0.0:
             continue
-        if weighted:
-            weighted_violation(ex, ws, w, p, path, &ws.diffs[0])
+        if weighted != NULL:
+            weighted_violation(ex, ws, w, weighted, path, &ws.diffs[0])
             apply_diff(&ws.diffs[0], w, 1.0)
         else:
             add_difference(ex.X, ex.row0, T, ex.gold, path, w, 1.0)
@@ -87,7 +104,7 @@ cdef long long _violation_steps(Example* ex, Workspace ws, Weights* w, Params* p
 
 
 cdef long long _pa_steps(Example* ex, Workspace ws, Weights* w, Params* p, bint* mistake,
-                         bint restricted) noexcept nogil:
+                         double C, bint restricted) noexcept nogil:
     """Sequential passive-aggressive steps over the k candidates: for each y
     with loss l = L(y^n, y) - w . dF(y) > 0, w += min(C, l / ||dF||^2) dF(y)
     (eqs. 24-25).  ``restricted``: skip y unless it loses at least as much as
@@ -116,9 +133,9 @@ cdef long long _pa_steps(Example* ex, Workspace ws, Weights* w, Params* p, bint*
                 continue
         build_diff(ex.X, ex.row0, T, ex.gold, path, w, &ws.diffs[0])
         sq = diff_sqnorm(&ws.table, &ws.diffs[0])
-        step = ell / sq if sq > 0.0 else p.C
-        if step > p.C:
-            step = p.C
+        step = ell / sq if sq > 0.0 else C
+        if step > C:
+            step = C
         apply_diff(&ws.diffs[0], w, step)
         updates += 1
         stale = True
@@ -127,22 +144,27 @@ cdef long long _pa_steps(Example* ex, Workspace ws, Weights* w, Params* p, bint*
 
 cdef long long pa_update(Example* ex, Workspace ws, Weights* w, Params* p,
                          bint* mistake) noexcept nogil:
-    """k-best passive-aggressive (eqs. 24-25)."""
-    return _pa_steps(ex, ws, w, p, mistake, False)
+    """k-best passive-aggressive (eqs. 24-25).  Parameters: C."""
+    return _pa_steps(ex, ws, w, p, mistake, p.arg[0], False)
 
 
 cdef long long rpa_update(Example* ex, Workspace ws, Weights* w, Params* p,
                           bint* mistake) noexcept nogil:
-    """Restricted k-best passive-aggressive (eqs. 27-28)."""
-    return _pa_steps(ex, ws, w, p, mistake, True)
+    """Restricted k-best passive-aggressive (eqs. 27-28).  Parameters: C."""
+    return _pa_steps(ex, ws, w, p, mistake, p.arg[0], True)
 
 
-cdef long long _mira_step(Workspace ws, Weights* w, Params* p, Py_ssize_t m) noexcept nogil:
+cdef long long _mira_step(Workspace ws, Weights* w, const double* solver,
+                          Py_ssize_t m) noexcept nogil:
     """The MIRA QP over diffs 1..m-1 of ``ws`` with costs minus margins in
     ``ws.ell``: min 1/2||w' - w||^2 + C xi  s.t.  w' . D_j >= ell_j - xi,
     in its dual over a = (slack, a_j) on the simplex sum(a) = C (variable 0
     is the gold sequence: D = 0, cost 0), solved by the shared SMO
-    (sklstruct._qp); then w += sum_j a_j D_j.  Returns the D_j applied."""
+    (sklstruct._qp); then w += sum_j a_j D_j.  ``solver``: three consecutive
+    rule parameters, C, the KKT tolerance and the SMO step cap.  Returns the
+    D_j applied."""
+    cdef double C = solver[0], tol = solver[1]
+    cdef Py_ssize_t max_steps = <Py_ssize_t>solver[2]
     cdef Py_ssize_t a
     cdef long long updates = 0
     cdef DenseGram dense
@@ -155,8 +177,8 @@ cdef long long _mira_step(Workspace ws, Weights* w, Params* p, Py_ssize_t m) noe
     ws.ell[0] = 0.0
     for a in range(m):
         ws.alpha[a] = 0.0
-        ws.grad[a] = p.C * ws.G[a * m] - ws.ell[a]
-    ws.alpha[0] = p.C
+        ws.grad[a] = C * ws.G[a * m] - ws.ell[a]
+    ws.alpha[0] = C
     dense.G = ws.G
     dense.m = m
     qp.m = m
@@ -164,7 +186,7 @@ cdef long long _mira_step(Workspace ws, Weights* w, Params* p, Py_ssize_t m) noe
     qp.grad = ws.grad
     qp.column = dense_column
     qp.ctx = &dense
-    simplex_smo(&qp, p.tol, 0.0, False, p.max_steps, &gain)
+    simplex_smo(&qp, tol, 0.0, False, max_steps, &gain)
     for a in range(1, m):
         if ws.alpha[a] > 0.0:
             apply_diff(&ws.diffs[a], w, ws.alpha[a])
@@ -175,12 +197,13 @@ cdef long long _mira_step(Workspace ws, Weights* w, Params* p, Py_ssize_t m) noe
 cdef long long mira_update(Example* ex, Workspace ws, Weights* w, Params* p,
                            bint* mistake) noexcept nogil:
     """k-best MIRA (Mancev & Todorovic, section 4.1): the MIRA QP over the
-    k (loss-augmented) best non-gold sequences, D_y = dF(y)."""
-    return _mira_step(ws, w, p, _constraints(ex, ws, w, p, mistake, False))
+    k (loss-augmented) best non-gold sequences, D_y = dF(y).  Parameters: C,
+    tol, max_smo_steps."""
+    return _mira_step(ws, w, &p.arg[0], _constraints(ex, ws, w, p, mistake, NULL))
 
 
 cdef Py_ssize_t _constraints(Example* ex, Workspace ws, Weights* w, Params* p, bint* mistake,
-                             bint weighted) noexcept nogil:
+                             const Templates* weighted) noexcept nogil:
     """The MIRA constraints of one example into ws.diffs[1:] and ws.ell[1:]:
     for each of the k best non-gold sequences y, D_y = dF(y) (or, with
     ``weighted``, the SWVM difference of :c:func:`weighted_violation`) and
@@ -193,8 +216,8 @@ cdef Py_ssize_t _constraints(Example* ex, Workspace ws, Weights* w, Params* p, b
         path = ws.paths + j * T
         if same_path(path, ex.gold, T):
             continue
-        if weighted:
-            weighted_violation(ex, ws, w, p, path, &ws.diffs[m])
+        if weighted != NULL:
+            weighted_violation(ex, ws, w, weighted, path, &ws.diffs[m])
             ws.ell[m] = cost_of(ex.gold, path, T, p.cost) - diff_margin(&ws.diffs[m], w)
         else:
             build_diff(ex.X, ex.row0, T, ex.gold, path, w, &ws.diffs[m])
@@ -208,8 +231,9 @@ cdef Py_ssize_t _constraints(Example* ex, Workspace ws, Weights* w, Params* p, b
 # Structured weighted violations (Dror & Reichart 2016; Ringel, Dror & Reichart)
 # ---------------------------------------------------------------------------
 
-cdef Py_ssize_t weighted_violation(Example* ex, Workspace ws, Weights* w, Params* p,
-                                   const int* ystar, Diff* out) noexcept nogil:
+cdef Py_ssize_t weighted_violation(Example* ex, Workspace ws, Weights* w,
+                                   const Templates* tpl, const int* ystar,
+                                   Diff* out) noexcept nogil:
     """D = sum_J gamma(m^J) dF(x, y, m^J) over the single-position templates
     J = {i}, i where ystar differs from gold (m^J: gold with position i from
     ystar), into ``out``; returns the number of templates with gamma > 0.
@@ -240,7 +264,7 @@ cdef Py_ssize_t weighted_violation(Example* ex, Workspace ws, Weights* w, Params
         build_diff(ex.X, ex.row0, T, ex.gold, m, w, out)
         m[t] = ex.gold[t]
         ws.tv[t] = diff_margin(out, w)
-        if p.aggressive and ws.tv[t] > 0.0:
+        if tpl.aggressive and ws.tv[t] > 0.0:
             ws.tg[t] = -1.0                    # dropped
             continue
         ws.tg[t] = 0.0
@@ -248,18 +272,18 @@ cdef Py_ssize_t weighted_violation(Example* ex, Workspace ws, Weights* w, Params
             vmin = ws.tv[t]
         n_J += 1
     out.n = 0
-    if n_J == 0 or (vmin > 0.0 and (p.gamma == GAMMA_WM or p.gamma == GAMMA_OPTIMIZATION)):
+    if n_J == 0 or (vmin > 0.0 and (tpl.gamma == GAMMA_WM or tpl.gamma == GAMMA_OPTIMIZATION)):
         build_diff(ex.X, ex.row0, T, ex.gold, ystar, w, out)
         return 1
     # the weights of the templates kept (tg >= 0 marks them)
     for t in range(T):
         if ystar[t] == ex.gold[t] or ws.tg[t] < 0.0:
             continue
-        if p.gamma == GAMMA_UNIFORM:
+        if tpl.gamma == GAMMA_UNIFORM:
             g = 1.0
-        elif p.gamma == GAMMA_WM:
+        elif tpl.gamma == GAMMA_WM:
             g = -ws.tv[t] if ws.tv[t] < 0.0 else 0.0
-        elif p.gamma == GAMMA_SOFTMIN:
+        elif tpl.gamma == GAMMA_SOFTMIN:
             g = exp(-(ws.tv[t] - vmin))
         else:
             g = 1.0 if ws.tv[t] == vmin and total == 0.0 else 0.0
@@ -289,57 +313,94 @@ cdef long long swvp_update(Example* ex, Workspace ws, Weights* w, Params* p,
                            bint* mistake) noexcept nogil:
     """SWVP (Dror & Reichart 2016, Algorithm 1 of Ringel, Dror & Reichart):
     for each of the k best sequences y* by score that violates
-    (w . dF(y*) <= 0; k = 1: the argmax), w += sum_J gamma(m^J) dF(m^J)."""
-    return _violation_steps(ex, ws, w, p, mistake, True)
+    (w . dF(y*) <= 0; k = 1: the argmax), w += sum_J gamma(m^J) dF(m^J).
+    Parameters: gamma, aggressive."""
+    cdef Templates t = _templates(&p.arg[0])
+    return _violation_steps(ex, ws, w, p, mistake, &t)
 
 
 cdef long long swvm_update(Example* ex, Workspace ws, Weights* w, Params* p,
                            bint* mistake) noexcept nogil:
     """SWVM (Ringel, Dror & Reichart, Figure 1): the MIRA QP whose constraint
     for each of the k best non-gold sequences y* by score uses
-    D = sum_J gamma(m^J) dF(m^J):  w' . D >= L(y, y*) - xi."""
-    return _mira_step(ws, w, p, _constraints(ex, ws, w, p, mistake, True))
+    D = sum_J gamma(m^J) dF(m^J):  w' . D >= L(y, y*) - xi.  Parameters: C,
+    tol, max_smo_steps, gamma, aggressive."""
+    cdef Templates t = _templates(&p.arg[3])
+    return _mira_step(ws, w, &p.arg[0], _constraints(ex, ws, w, p, mistake, &t))
 
 
-cdef struct Rule:
-    UpdateRule update
-    Py_ssize_t extra_diffs   # joint-feature differences held at once, per candidate, beyond one
-    bint augmentable         # takes loss-augmented candidates (eq. 12) when asked to
-    bint templates           # its differences are sums of single-position ones (size them so)
+cdef class Rule:
+    """One row of the table: an update rule and what it needs.
+
+    ``params``: its parameters in the order it reads them from
+    ``Params.arg``, each ``(name, default)`` or ``(name, default, codes)``
+    for one given by name (``codes`` maps the names to numbers);
+    ``extra_diffs``: joint-feature differences it holds at once, per
+    candidate, beyond one; ``augmentable``: it takes loss-augmented candidates
+    (eq. 12) when asked to; ``templates``: its differences are sums of
+    single-position ones (the workspace sizes them so).
+    """
+    cdef UpdateRule update
+    cdef readonly tuple params
+    cdef readonly Py_ssize_t extra_diffs
+    cdef readonly bint augmentable, templates
+
+    cdef void fill(self, Params* p, dict given) except *:
+        """The rule's parameters from ``given`` (by name; the defaults for
+        the rest) into ``p.arg``."""
+        cdef Py_ssize_t i
+        unknown = set(given) - {spec[0] for spec in self.params}
+        if unknown:
+            raise ValueError(f"unknown parameters {sorted(unknown)} of this update rule; it "
+                             f"takes {[spec[0] for spec in self.params]}")
+        for i, spec in enumerate(self.params):
+            value = given.get(spec[0], spec[1])
+            if len(spec) > 2:
+                if value not in spec[2]:
+                    raise ValueError(f"unknown {spec[0]} {value!r}")
+                value = spec[2][value]
+            p.arg[i] = float(value)
 
 
-cdef inline Rule _entry(UpdateRule update, Py_ssize_t extra_diffs, bint augmentable,
-                        bint templates) noexcept:
-    cdef Rule r
+cdef Rule _row(UpdateRule update, tuple params, Py_ssize_t extra_diffs, bint augmentable,
+               bint templates):
+    """A row of the table (see :class:`Rule`)."""
+    if len(params) > MAX_RULE_ARGS:
+        raise ValueError(f"an update rule takes at most {MAX_RULE_ARGS} parameters")
+    cdef Rule r = Rule.__new__(Rule)
     r.update = update
+    r.params = params
     r.extra_diffs = extra_diffs
     r.augmentable = augmentable
     r.templates = templates
     return r
 
 
-cdef Rule _rule(str name) except *:
+_MIRA = (("C", 1.0), ("tol", 1e-6), ("max_smo_steps", 1000))
+_TEMPLATES = (("gamma", "uniform", GAMMAS), ("aggressive", True))
+
+
+cdef dict _table():
     """Every update rule of this family, once: adding a learner means its
-    function above and one line here."""
-    if name == "perceptron":
-        return _entry(perceptron_update, 0, False, False)
-    if name == "pa":
-        return _entry(pa_update, 0, True, False)
-    if name == "rpa":
-        return _entry(rpa_update, 0, True, False)
-    if name == "mira":
-        return _entry(mira_update, 1, True, False)
-    if name == "swvp":
-        return _entry(swvp_update, 0, False, True)
-    if name == "swvm":
-        return _entry(swvm_update, 1, False, True)
-    raise ValueError(f"unknown update rule {name!r}")
+    function above and one row here."""
+    # name: _row(function, parameters, extra_diffs, augmentable, templates)
+    return {
+        "perceptron": _row(perceptron_update, (), 0, False, False),
+        "pa": _row(pa_update, (("C", 1.0),), 0, True, False),
+        "rpa": _row(rpa_update, (("C", 1.0),), 0, True, False),
+        "mira": _row(mira_update, _MIRA, 1, True, False),
+        "swvp": _row(swvp_update, _TEMPLATES, 0, False, True),
+        "swvm": _row(swvm_update, _MIRA + _TEMPLATES, 1, False, True),
+    }
+
+
+#: The update rules by name (:class:`Rule`).
+RULES = _table()
 
 
 def online_epoch(ChainData data, const int[::1] y, const long long[::1] order,
-                 ChainWeights weights, str rule, Py_ssize_t k, double C=1.0,
-                 int cost=COST_HAMMING, double tol=1e-6, Py_ssize_t max_smo_steps=1000,
-                 bint augment=True, str gamma="uniform", bint aggressive=True):
+                 ChainWeights weights, str rule, Py_ssize_t k, int cost=COST_HAMMING,
+                 bint augment=True, **params):
     """Run one epoch of an online learner (callers validate all arguments).
 
     Parameters
@@ -348,35 +409,34 @@ def online_epoch(ChainData data, const int[::1] y, const long long[::1] order,
     y : int32 array, one encoded gold label per row
     order : int64 array, the sentence indices to visit, in order
     weights : ChainWeights, updated in place (its averaging clock too)
-    rule : "perceptron" (eq. 36), "pa" (eqs. 24-25), "rpa" (eqs. 27-28),
-        "mira" (section 4.1), "swvp" or "swvm" (Ringel, Dror & Reichart)
+    rule : a key of :data:`RULES`: "perceptron" (eq. 36), "pa" (eqs. 24-25),
+        "rpa" (eqs. 27-28), "mira" (section 4.1), "swvp" or "swvm" (Ringel,
+        Dror & Reichart)
     k : number of best sequences per example
-    C : the step cap (pa, rpa) or the slack weight (mira)
     cost : COSTS code of L(y^n, y)
-    tol, max_smo_steps : the MIRA solver's KKT tolerance and step limit
-    augment : pa, rpa and mira use the loss-augmented k best (eq. 12); False:
-        the k best by score (prediction-based updates)
-    gamma, aggressive : swvp and swvm: the SETGAMMA function (GAMMAS) and
-        whether non-violating templates are dropped first
+    augment : a rule that takes them (pa, rpa, mira) uses the loss-augmented
+        k best (eq. 12); False: the k best by score (prediction-based updates)
+    **params : the rule's own parameters, as its row names them (the
+        defaults for those not given): C, the step cap (pa, rpa) or the slack
+        weight (mira, swvm); tol and max_smo_steps, the MIRA solver's KKT
+        tolerance and step limit; gamma and aggressive (swvp, swvm): the
+        SETGAMMA function (GAMMAS) and whether non-violating templates are
+        dropped first
 
     Returns
     -------
     n_mistakes : sentences whose best candidate was not the gold sequence
     n_updates : sequences that changed the weights
     """
-    cdef Rule r = _rule(rule)
+    if rule not in RULES:
+        raise ValueError(f"unknown update rule {rule!r}")
+    cdef Rule r = RULES[rule]
     cdef UpdateRule update = r.update
     cdef Params p
     p.k = k
-    p.C = C
     p.cost = cost
-    p.tol = tol
-    p.max_steps = max_smo_steps
     p.augment = augment and r.augmentable
-    if gamma not in GAMMAS:
-        raise ValueError(f"unknown gamma {gamma!r}")
-    p.gamma = GAMMAS[gamma]
-    p.aggressive = aggressive
+    r.fill(&p, params)
     cdef Py_ssize_t K = candidates_needed(k, p.augment, cost)
     cdef Workspace ws = Workspace(data, weights.n_labels, weights.order, K,
                                   1 + r.extra_diffs * K, r.templates)

@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
+from .._progress import report
 from .._validation import N_JOBS_CONSTRAINT
 from ..chain import as_stacked
 from ._base import ChainTagger
@@ -262,10 +263,10 @@ class SequenceBoostingTagger(ChainTagger):
             history.append({"round": rnd + 1, "bound": float(bound[k]),
                             "log_loss_before": float(log_loss), "sentences": int(len(S)),
                             "seconds": time.perf_counter() - tic})
-            if self.verbose:
-                print(f"-- Round {rnd + 1}: {chosen[-1][0]} {chosen[-1][1:3]} step "
-                      f"{step[k]:+.4g}, bound {bound[k]:.6f}, log exp-loss {log_loss:.6g}, "
-                      f"{len(S)} sentences, {history[-1]['seconds']:.2f} s", flush=True)
+            report(self.verbose, "Round", rnd + 1, [
+                ("feature", f"{chosen[-1][0]} {chosen[-1][1:3]}"), ("step", f"{step[k]:+.4g}"),
+                ("bound", f"{bound[k]:.6f}"), ("log exp-loss", float(log_loss)),
+                ("sentences", len(S))], history[-1]["seconds"])
         self._set_theta(theta, classes, F)
         self.chosen_features_ = chosen
         self.history_ = history

@@ -7,6 +7,7 @@ from joblib import Parallel, delayed
 from sklearn.base import _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
+from .._progress import report
 from .._validation import N_JOBS_CONSTRAINT
 from ..chain import as_stacked
 from ._base import ChainTagger
@@ -18,18 +19,14 @@ def _shard_epoch(learner, X, codes, classes, mixed):
 
     ``mixed`` is None on the first epoch (the learner starts from zero, all
     classes known) and with one shard.  Otherwise the learner's raw weights
-    move to ``mixed`` as one step taken at its current averaging clock (W +=
-    D, U += c D with D = mixed - W), so that its averaged weights stay the
-    average of the weights it actually held after each example.  The public
+    move to ``mixed`` as one step taken at its current averaging clock
+    (:meth:`sklstruct._chain.ChainWeights.move_to`), so that its averaged
+    weights stay the average of the weights it actually held after each
+    example.  The public
     weights are published once, after the last epoch.
     """
     if mixed is not None:
-        w = learner._weights
-        for raw, acc, new in ((w.W, w.W_sum, mixed[0]), (w.P, w.P_sum, mixed[1])):
-            step = new - raw
-            raw += step
-            if acc is not None:
-                acc += w.n_seen * step
+        learner._weights.move_to(*mixed)
     learner._train_encoded(X, codes, classes, 1, hasattr(learner, "_weights"), publish=False)
     learner._resumable = True      # it continues: a process backend pickles its state back
     return learner
@@ -155,11 +152,10 @@ class ParameterMixingTagger(ChainTagger):
                                 "updates": sum(r["updates"] for r in records),
                                 "mixing": mu.tolist(), "sentences": n,
                                 "seconds": time.perf_counter() - tic})
-                if self.verbose:
-                    h = history[-1]
-                    print(f"-- Epoch {h['epoch']}: mistakes {h['mistakes']}/{n}, updates "
-                          f"{h['updates']}, {self.n_shards} shards, {h['seconds']:.3f} s",
-                          flush=True)
+                h = history[-1]
+                report(self.verbose, "Epoch", h["epoch"], [
+                    ("mistakes", f"{h['mistakes']}/{n}"), ("updates", h["updates"]),
+                    ("shards", self.n_shards)], h["seconds"])
         # the model: the last mixture of the shards' (averaged) weights
         for learner in learners:
             learner._publish()

@@ -5,7 +5,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._chain import COSTS
 from .._validation import MAX_C
-from ._base import OnlineLearner
+from ._families import OnlineLearner
 
 
 class PassiveAggressiveTagger(OnlineLearner):

@@ -1,5 +1,5 @@
 """The k-best structured perceptron (Mancev & Todorovic, section 4.5, eq. 36, Algorithm 4)."""
-from ._base import OnlineLearner
+from ._families import OnlineLearner
 
 
 class StructuredPerceptronTagger(OnlineLearner):

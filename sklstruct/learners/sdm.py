@@ -3,7 +3,7 @@ from numbers import Integral
 
 from sklearn.utils._param_validation import Interval
 
-from ._base import DualLearner
+from ._families import DualLearner
 
 
 class SDMTagger(DualLearner):

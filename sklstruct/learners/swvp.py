@@ -2,7 +2,7 @@
 Algorithm 1 of Ringel, Dror & Reichart)."""
 from sklearn.utils._param_validation import StrOptions
 
-from ._base import OnlineLearner
+from ._families import OnlineLearner
 from ._online import GAMMAS
 
 

@@ -43,7 +43,7 @@ def test_a_pickled_tagger_predicts_the_same(corpus, name):
                                   again.predict_kbest(Xte[:20], k=3)):
         np.testing.assert_array_equal(sa, sb)
     if isinstance(model, ChainLearner):
-        kept = [n for n in ChainLearner._TRAINING_STATE if hasattr(again, n)]
+        kept = [n for n in type(model)._TRAINING_STATE if hasattr(again, n)]
         assert kept == [], kept
         assert len(pickle.dumps(again)) < len(pickle.dumps(model.set_params(warm_start=True)))
 

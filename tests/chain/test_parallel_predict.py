@@ -145,7 +145,7 @@ def test_prediction_ranges_cover_the_sentences_in_shrinking_ranges(n_jobs, n_sen
     the first 1 / (2k) of the tokens, each within a sentence of its share
     (1 / (2k) of the tokens left, at least 2,048, but the last)."""
     from sklstruct import PassiveAggressiveTagger
-    from sklstruct._validation import n_threads
+    from sklstruct._parallel import n_threads
     rng = np.random.default_rng(n_sentences)
     lengths = rng.integers(1, 60, n_sentences)
     lengths[: n_sentences // 10] = 200                  # long ones first

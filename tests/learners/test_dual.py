@@ -13,11 +13,22 @@ from sklstruct.chain import joint_feature
 from _oracles import dF, full_dual_optimum, random_problem, separable_problem, tiny_problem
 
 
+def working_sets(state):
+    """[(sequences (m, T) int32, lambda (m,), cost (m,))] of every example,
+    row 0 the gold sequence, from the state's exported arrays."""
+    e = state.export()
+    out, seq_pos, pos = [], 0, 0
+    for m, T in zip(e["sizes"], e["T"]):
+        seqs = e["sequences"][seq_pos:seq_pos + m * T].reshape(m, T)
+        out.append((seqs, e["lam"][pos:pos + m], e["cost"][pos:pos + m]))
+        seq_pos, pos = seq_pos + m * T, pos + m
+    return out
+
+
 def weights_from_duals(state, X, n_labels, order=1):
     """Eq. 6: w = sum_n sum_y lambda_{n,y} dF_n(y), computed densely."""
     w = 0.0
-    for n, x in enumerate(X):
-        seqs, lam, _ = state.working_set(n)
+    for x, (seqs, lam, _) in zip(X, working_sets(state)):
         for path, l in zip(seqs, lam):
             w = w + l * dF(x, seqs[0], path, n_labels, order)
     return w
@@ -30,7 +41,7 @@ def raw_weights(model):
 def dual_objective(state, X, n_labels, order=1):
     """sum lambda L - 1/2 ||w||^2 (minus eq. 4), independently of the solver."""
     w = weights_from_duals(state, X, n_labels, order)
-    lin = sum(np.dot(state.working_set(n)[1], state.working_set(n)[2]) for n in range(len(X)))
+    lin = sum(np.dot(lam, cost) for _, lam, cost in working_sets(state))
     return lin - 0.5 * np.dot(w, w)
 
 
@@ -62,8 +73,7 @@ def test_dual_objective_never_decreases_and_matches_the_duals(k, n_reprocess, pr
         w = np.concatenate([W.ravel(), P.ravel()])
         np.testing.assert_allclose(w, weights_from_duals(state, X, L), atol=1e-9)
         assert state.objective == pytest.approx(dual_objective(state, X, L), abs=1e-9)
-        for n in range(len(X)):
-            seqs, lam, costs = state.working_set(n)
+        for n, (seqs, lam, costs) in enumerate(working_sets(state)):
             assert lam.sum() == pytest.approx(0.5) and (lam >= 0).all()
             np.testing.assert_array_equal(seqs[0], y[n])
             expected = [float(np.sum(s != y[n])) for s in seqs]
@@ -160,7 +170,7 @@ def test_capped_working_set_keeps_the_most_violating_candidate():
 
         paths = [p for p in itertools.product(range(L), repeat=len(gold)) if list(p) != list(gold)]
         best = max(paths, key=augmented)
-        seqs = state.working_set(n)[0]
+        seqs = working_sets(state)[n][0]
         assert len(seqs) == 2
         np.testing.assert_array_equal(seqs[1], best)
 

@@ -142,3 +142,35 @@ def test_dense_input_and_integer_labels():
     b = StructuredPerceptronTagger(max_iter=2, random_state=0).fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert a.predict(dense)[0].dtype.kind == "i"
+
+
+def test_verbose_prints_one_progress_line_per_epoch(capsys):
+    X, y = random_problem(seed=4)
+    model = StructuredPerceptronTagger(max_iter=2, verbose=1, random_state=0).fit(X, y)
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2
+    for line, record in zip(out, model.history_):
+        assert line.startswith(f"-- Epoch {record['epoch']}: mistakes {record['mistakes']}/")
+        assert f"updates {record['updates']}, " in line and line.endswith(" s")
+
+
+def test_update_rules_take_their_own_parameters_only():
+    """A rule's row names its parameters: an unknown one is refused, one left
+    out takes the row's default."""
+    from sklstruct._chain import ChainWeights
+    from sklstruct.chain import as_stacked
+    from sklstruct.learners._online import RULES, online_epoch
+    X, y = random_problem(seed=5)
+    data, gold = as_stacked(X).chain_data(), np.concatenate(y).astype(np.int32)
+    order = np.arange(len(X), dtype=np.int64)
+    assert [name for name, *_ in RULES["pa"].params] == ["C"]
+    with pytest.raises(ValueError, match="unknown parameters \\['gamma'\\]"):
+        online_epoch(data, gold, order, ChainWeights(data.n_features, 3), "pa", 1,
+                     gamma="wm")
+    with pytest.raises(ValueError, match="unknown update rule"):
+        online_epoch(data, gold, order, ChainWeights(data.n_features, 3), "adagrad", 1)
+    a, b = ChainWeights(data.n_features, 3), ChainWeights(data.n_features, 3)
+    online_epoch(data, gold, order, a, "mira", 2)
+    online_epoch(data, gold, order, b, "mira", 2, C=1.0, tol=1e-6, max_smo_steps=1000)
+    np.testing.assert_array_equal(a.W, b.W)
+    np.testing.assert_array_equal(a.P, b.P)
