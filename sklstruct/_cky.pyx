@@ -352,7 +352,7 @@ cdef class CKYGrammar:
     ----------
     n_symbols : int
         Symbols are ``0 .. n_symbols - 1`` (``S``).
-    binary_rules : (R2, 3) int32
+    binary : (R2, 3) int32
         Binary rules ``(A, B, C)`` sorted by ``A``.
     bin_start : (S + 1,) int32
         Each parent's rows of ``binary``.
@@ -368,11 +368,10 @@ cdef class CKYGrammar:
 
     The arrays are kept (not copied) and must not be modified.
     """
-    def __init__(self, int n_symbols, binary_rules, int32_t[::1] bin_start,
+    def __init__(self, int n_symbols, int32_t[:, ::1] binary, int32_t[::1] bin_start,
                  int32_t[::1] chain_top, int32_t[::1] chain_bottom, int32_t[::1] chain_start,
                  int32_t[::1] chain_nodes, int32_t[::1] chain_node_start,
                  int32_t[::1] roots):
-        cdef int32_t[:, ::1] binary = binary_rules
         cdef int S = n_symbols
         cdef Py_ssize_t R2 = binary.shape[0], Q = chain_top.shape[0]
         if binary.shape[1] != 3 or bin_start.shape[0] != S + 1:
@@ -453,7 +452,7 @@ cdef class LossTables:
 
     Their shapes are checked against the sentence by :func:`cky`.
     """
-    def __init__(self, int loss_kind, int32_t[::1] key=None, gold=None,
+    def __init__(self, int loss_kind, int32_t[::1] key=None, uint8_t[:, ::1] gold=None,
                  int n_gold=0, int32_t[::1] gold_rule=None, int32_t[::1] gold_split=None,
                  int32_t[::1] gold_chain=None, int32_t[::1] gold_pos=None, int fp_cap=32767):
         if loss_kind not in (LOSS_F1, LOSS_FP, LOSS_ZERO_ONE):
@@ -474,17 +473,16 @@ cdef class LossTables:
         self.n_gold = n_gold
         self.fp_cap = fp_cap
         self.key = None if key is None else np.asarray(key)
-        cdef uint8_t[:, ::1] table = gold
-        self.gold = None if gold is None else np.asarray(table)
+        self.gold = None if gold is None else np.asarray(gold)
         self.gold_rule = None if gold_rule is None else np.asarray(gold_rule)
         self.gold_split = None if gold_split is None else np.asarray(gold_split)
         self.gold_chain = None if gold_chain is None else np.asarray(gold_chain)
         self.gold_pos = None if gold_pos is None else np.asarray(gold_pos)
 
 
-def cky(lex, CKYGrammar grammar, double[::1] w_binary, double[::1] w_chain,
-        double[::1] w_root, LossTables loss=None, double const=0.0, span=None, split=None,
-        bint prune=False):
+def cky(double[:, ::1] lex, CKYGrammar grammar, double[::1] w_binary, double[::1] w_chain,
+        double[::1] w_root, LossTables loss=None, double const=0.0,
+        double[:, ::1] span=None, double[:, ::1] split=None, bint prune=False):
     """Best (or most violating) tree of one sentence.
 
     Parameters
@@ -530,10 +528,7 @@ def cky(lex, CKYGrammar grammar, double[::1] w_binary, double[::1] w_chain,
     ``binary_rules``, ``chains`` (ids used, with repetition) and ``pos``
     (the POS symbol of every token).
     """
-    cdef double[:, ::1] lex_v = lex
-    cdef double[:, ::1] span_v = span
-    cdef double[:, ::1] split_v = split
-    cdef int n = lex_v.shape[0]
+    cdef int n = lex.shape[0]
     cdef int S = grammar.n_symbols
     cdef Py_ssize_t R2 = grammar.binary.shape[0]
     cdef Py_ssize_t Q = grammar.chain_top.shape[0]
@@ -544,19 +539,19 @@ def cky(lex, CKYGrammar grammar, double[::1] w_binary, double[::1] w_chain,
         raise ValueError(f"cannot parse an empty sentence (n={n})")
     if n > 32000:
         raise ValueError(f"sentence of {n} tokens is longer than the kernel's limit of 32000")
-    if lex_v.shape[1] != S:
-        raise ValueError(f"lex has {lex_v.shape[1]} columns; expected the grammar's {S} symbols")
+    if lex.shape[1] != S:
+        raise ValueError(f"lex has {lex.shape[1]} columns; expected the grammar's {S} symbols")
     if w_binary.shape[0] != R2 or w_chain.shape[0] != Q or w_root.shape[0] != R0:
         raise ValueError("w_binary, w_chain or w_root does not match the grammar")
-    if span_v is not None and (span_v.shape[0] != W * W or span_v.shape[1] != S):
-        raise ValueError(f"span has shape {(span_v.shape[0], span_v.shape[1])}; expected "
+    if span is not None and (span.shape[0] != W * W or span.shape[1] != S):
+        raise ValueError(f"span has shape {(span.shape[0], span.shape[1])}; expected "
                          f"{(W * W, S)}")
-    if span_v is not None and not np.isfinite(np.asarray(span_v)).all():
+    if span is not None and not np.isfinite(np.asarray(span)).all():
         raise ValueError("span scores must be finite")
-    if split_v is not None and (split_v.shape[0] != W or split_v.shape[1] != S):
-        raise ValueError(f"split has shape {(split_v.shape[0], split_v.shape[1])}; expected "
+    if split is not None and (split.shape[0] != W or split.shape[1] != S):
+        raise ValueError(f"split has shape {(split.shape[0], split.shape[1])}; expected "
                          f"{(W, S)}")
-    if split_v is not None and not np.isfinite(np.asarray(split_v)).all():
+    if split is not None and not np.isfinite(np.asarray(split)).all():
         raise ValueError("split scores must be finite")
 
     cdef uint8_t dummy_gold = 0
@@ -630,14 +625,14 @@ def cky(lex, CKYGrammar grammar, double[::1] w_binary, double[::1] w_chain,
     cdef int status
     cdef double dummy_span = 0.0
     cdef Scores sw
-    sw.lex = &lex_v[0, 0]
+    sw.lex = &lex[0, 0]
     sw.w_binary = &w_binary[0] if R2 else NULL
     sw.w_chain = &w_chain[0] if Q else NULL
     sw.w_root = &w_root[0] if R0 else NULL
-    sw.has_span = span_v is not None
-    sw.span = &span_v[0, 0] if sw.has_span else &dummy_span
-    sw.has_split = split_v is not None
-    sw.split = &split_v[0, 0] if sw.has_split else &dummy_span
+    sw.has_span = span is not None
+    sw.span = &span[0, 0] if sw.has_span else &dummy_span
+    sw.has_split = split is not None
+    sw.split = &split[0, 0] if sw.has_split else &dummy_span
     cdef bint outside = prune and loss_kind != LOSS_NONE
     floor_base_a = np.full(n_cells if outside else 1, -np.inf)
     floor_final_a = np.full(n_cells if outside else 1, -np.inf)
