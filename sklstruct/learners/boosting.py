@@ -240,6 +240,12 @@ class SequenceBoostingTagger(ChainTagger):
             step[up] = np.log(eps * r[up] / (1 - r[up])) / umax[up]
             down = ok & (umax == 0)
             step[down] = np.log(eps * (1 - r[down]) / r[down]) / -umin[down]
+            # a bound u of subnormal size (feature values near 5e-324) makes
+            # log(...) / u overflow: no finite step reaches r, so such a
+            # feature is not a candidate (an infinite weight would make NaN)
+            ok &= np.isfinite(step)
+            if not ok.any():
+                break
             # r e^(step u^min) + (1 - r) e^(step u^max), in log space: a large
             # step times a term near 0 would otherwise give inf * 0
             bound = np.full_like(theta, np.inf)

@@ -124,3 +124,13 @@ def test_tracked_loss_stays_exact_when_the_dominant_sentence_improves():
     exact = np.log(np.sum(np.expm1(d)))
     refit = SequenceBoostingTagger(n_rounds=61).fit(X, y)
     assert refit.history_[-1]["log_loss_before"] == pytest.approx(exact, abs=1e-8)
+
+
+def test_subnormal_feature_values_give_finite_weights():
+    """A feature whose bound u is subnormal (values of 5e-324) would need an
+    infinite step; it is not chosen, and the weights stay finite (the hostile-
+    input fuzzer found coef_ = NaN here)."""
+    X = [sp.csr_matrix(np.array([[5e-324], [5e-324]]))]
+    model = SequenceBoostingTagger(n_rounds=1).fit(X, [["a", "b"]])
+    assert np.isfinite(model.coef_).all() and np.isfinite(model.transition_coef_).all()
+    assert set(model.predict(X)[0]) <= {"a", "b"}
