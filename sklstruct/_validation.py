@@ -15,7 +15,6 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval
 
-from ._parallel import n_threads  # noqa: F401 (moved there; the parser imports it from here)
 
 #: Largest ``k`` (best structures per example) accepted anywhere: far more
 #: than a learner can use, and it bounds the k-best scratch (k x T labels).

@@ -49,6 +49,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from ._progress import report
 from ._qp import block_smo, solve_simplex_qp
 
 __all__ = ["CuttingPlane", "WorkingSetQP", "solve_simplex_qp"]
@@ -407,11 +408,10 @@ class CuttingPlane:
                  "dual": qp.dual(), "primal": primal, "cached": cached,
                  "seconds": time.perf_counter() - self._start}
         self.history_.append(entry)
-        if self.verbose:
-            print(f"[{self.name}] iter {it:3d}{' (cache)' if cached else '        '}  "
-                  f"violated {violated:5d}  working set {qp.n_constraints:6d}  "
-                  f"dual {entry['dual']:.5g}  primal<= {primal:.5g}  "
-                  f"{entry['seconds']:.1f}s", flush=True)
+        fields = [("violated", violated), ("working set", qp.n_constraints),
+                  ("dual", entry["dual"]), ("primal <=", primal)]
+        report(self.verbose, f"[{self.name}] Iteration", it,
+               fields + ([("from", "the cache")] if cached else []), entry["seconds"])
 
     def _solve(self, patience):
         """Re-solve the working set; ``w = w0 + u``."""

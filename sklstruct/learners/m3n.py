@@ -12,6 +12,8 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._docstrings import fill_doc
+from .._progress import progress_line
 from .._chain import ChainData, ChainWeights
 from .._kernel_scores import KERNELS, KernelFunction, KernelState, kernel_emissions
 from .._validation import MAX_C
@@ -21,6 +23,7 @@ from ._m3n_sgd import SCHEDULES, hinge_losses
 from ._m3n_solvers import Solver, rows_of, solver_for
 
 
+@fill_doc
 class M3NTagger(ChainLearner):
     """Max-margin Markov network (M3N) for a linear chain, trained by SGD or on its dual.
 
@@ -134,13 +137,9 @@ class M3NTagger(ChainLearner):
         Let ``fit`` continue from the current weights and step size (SGD; any
         data) or dual variables (the dual solvers; the same training set and
         C).
-    order : {1, 2}, default=1
-        Order of the linear chain (see :class:`~sklstruct.StructuredPerceptronTagger`).
+    {order}
 
-    n_jobs : int or None, default=None
-        Threads for ``predict``, ``predict_kbest`` and ``score`` (blocks of
-        sentences decoded without the GIL; ``None`` is 1, -1 all cores).
-        Predictions do not depend on it.
+    {n_jobs}
 
     Attributes
     ----------
@@ -295,13 +294,18 @@ class M3NTagger(ChainLearner):
         return record
 
     def _describe(self, r):
-        gap = f", KKT gap {r['kkt_gap']:.3g}" if "kkt_gap" in r else ""
-        steps = (f"SMO steps {r['smo_steps']}{gap}" if "smo_steps" in r else
-                 f"eta {r['eta_min']:.3g}..{r['eta_max']:.3g}, updates {r['updates']}")
-        support = f", support tokens {r['n_support']}" if "n_support" in r else ""
-        return (f"-- Epoch {r['epoch']}: objective {r['objective']:.6g}, {steps}{support}, "
-                f"mistakes {r['mistakes']}/{r['sentences']}, {r['seconds']:.3f} s "
-                f"(+{r['objective_seconds']:.3f} s for the objective)")
+        if "smo_steps" in r:
+            fields = [("SMO steps", r["smo_steps"])]
+            if "kkt_gap" in r:
+                fields.append(("KKT gap", f"{r['kkt_gap']:.3g}"))
+        else:
+            fields = [("eta", f"{r['eta_min']:.3g}..{r['eta_max']:.3g}"), ("updates", r["updates"])]
+        if "n_support" in r:
+            fields.append(("support tokens", r["n_support"]))
+        fields = [("objective", r["objective"])] + fields + [
+            ("mistakes", f"{r['mistakes']}/{r['sentences']}"),
+            ("objective seconds", f"{r['objective_seconds']:.3f}")]
+        return progress_line("Epoch", r["epoch"], fields, r["seconds"])
 
     # -- the weights ---------------------------------------------------------------
     def _model(self):

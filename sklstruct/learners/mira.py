@@ -3,11 +3,13 @@ from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._docstrings import fill_doc
 from .._chain import COSTS
 from .._validation import MAX_C
 from ._families import OnlineLearner
 
 
+@fill_doc
 class KBestMIRATagger(OnlineLearner):
     """k-best MIRA for a linear chain.
 
@@ -41,15 +43,9 @@ class KBestMIRATagger(OnlineLearner):
     max_iter, average, shuffle, random_state, verbose, warm_start
         As for :class:`~sklstruct.PassiveAggressiveTagger`.
 
-    order : {1, 2}, default=1
-        Order of the linear chain: 2 adds label-trigram scores
-        (``trigram_coef_``) and decodes over label pairs, O(L^3) per token; see
-        :class:`~sklstruct.StructuredPerceptronTagger` for measured costs.
+    {order}
 
-    n_jobs : int or None, default=None
-        Threads for ``predict``, ``predict_kbest`` and ``score`` (blocks of
-        sentences decoded without the GIL; ``None`` is 1, -1 all cores).
-        Predictions do not depend on it.
+    {n_jobs}
 
     Attributes
     ----------

@@ -3,11 +3,13 @@ from numbers import Real
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._docstrings import fill_doc
 from .._chain import COSTS
 from .._validation import MAX_C
 from ._families import OnlineLearner
 
 
+@fill_doc
 class PassiveAggressiveTagger(OnlineLearner):
     """k-best passive-aggressive (PA) and restricted PA (RPA) for a linear chain.
 
@@ -58,15 +60,9 @@ class PassiveAggressiveTagger(OnlineLearner):
     warm_start : bool, default=False
         Let ``fit`` continue from the current weights.
 
-    order : {1, 2}, default=1
-        Order of the linear chain: 2 adds label-trigram scores
-        (``trigram_coef_``) and decodes over label pairs, O(L^3) per token; see
-        :class:`~sklstruct.StructuredPerceptronTagger` for measured costs.
+    {order}
 
-    n_jobs : int or None, default=None
-        Threads for ``predict``, ``predict_kbest`` and ``score`` (blocks of
-        sentences decoded without the GIL; ``None`` is 1, -1 all cores).
-        Predictions do not depend on it.
+    {n_jobs}
 
     Attributes
     ----------

@@ -1,7 +1,9 @@
 """The k-best structured perceptron (Mancev & Todorovic, section 4.5, eq. 36, Algorithm 4)."""
+from .._docstrings import fill_doc
 from ._families import OnlineLearner
 
 
+@fill_doc
 class StructuredPerceptronTagger(OnlineLearner):
     """k-best structured perceptron for a linear chain.
 
@@ -32,19 +34,9 @@ class StructuredPerceptronTagger(OnlineLearner):
     warm_start : bool, default=False
         Let ``fit`` continue from the current weights instead of starting over.
 
-    order : {1, 2}, default=1
-        Order of the linear chain.  ``order=2`` adds label-trigram scores
-        ``trigram_coef_[y_{t-2}, y_{t-1}, y_t]`` to the model; decoding (Viterbi,
-        exact k-best, loss-augmented) then runs over label pairs, so its time per
-        token grows from O(L^2) to O(L^3) for L labels.  Measured (PA and MIRA,
-        ``benchmarks/bench_order.py``): Viterbi 3.7x slower at L = 9 (Spanish
-        NER), 14.7x at L = 22 (CoNLL-2000 chunking); an epoch 1.9-2.6x and
-        6.7-10x the first-order one.
+    {order}
 
-    n_jobs : int or None, default=None
-        Threads for ``predict``, ``predict_kbest`` and ``score`` (blocks of
-        sentences decoded without the GIL; ``None`` is 1, -1 all cores).
-        Predictions do not depend on it.
+    {n_jobs}
 
     Attributes
     ----------

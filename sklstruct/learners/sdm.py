@@ -3,9 +3,11 @@ from numbers import Integral
 
 from sklearn.utils._param_validation import Interval
 
+from .._docstrings import fill_doc
 from ._families import DualLearner
 
 
+@fill_doc
 class SDMTagger(DualLearner):
     """k-best SDM: dual coordinate ascent over persistent working sets.
 
@@ -54,15 +56,9 @@ class SDMTagger(DualLearner):
         Continue the optimisation (working sets and weights) on the same
         training set instead of starting over.
 
-    order : {1, 2}, default=1
-        Order of the linear chain: 2 adds label-trigram scores
-        (``trigram_coef_``) and decodes over label pairs, O(L^3) per token; see
-        :class:`~sklstruct.StructuredPerceptronTagger` for measured costs.
+    {order}
 
-    n_jobs : int or None, default=None
-        Threads for ``predict``, ``predict_kbest`` and ``score`` (blocks of
-        sentences decoded without the GIL; ``None`` is 1, -1 all cores).
-        Predictions do not depend on it.
+    {n_jobs}
 
     Attributes
     ----------

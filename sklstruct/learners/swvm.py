@@ -3,12 +3,14 @@ from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._docstrings import fill_doc
 from .._chain import COSTS
 from .._validation import MAX_C
 from ._families import OnlineLearner
 from ._online import GAMMAS
 
 
+@fill_doc
 class SWVMTagger(OnlineLearner):
     """Structured weighted violation MIRA (SWVM) for a linear chain.
 
@@ -45,15 +47,9 @@ class SWVMTagger(OnlineLearner):
         As for :class:`~sklstruct.KBestMIRATagger` (averaging as in
         Algorithm 2, line 8).
 
-    order : {1, 2}, default=1
-        Order of the linear chain: 2 adds label-trigram scores
-        (``trigram_coef_``) and decodes over label pairs, O(L^3) per token; see
-        :class:`~sklstruct.StructuredPerceptronTagger` for measured costs.
+    {order}
 
-    n_jobs : int or None, default=None
-        Threads for ``predict``, ``predict_kbest`` and ``score`` (blocks of
-        sentences decoded without the GIL; ``None`` is 1, -1 all cores).
-        Predictions do not depend on it.
+    {n_jobs}
 
     Attributes
     ----------

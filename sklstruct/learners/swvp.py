@@ -2,10 +2,12 @@
 Algorithm 1 of Ringel, Dror & Reichart)."""
 from sklearn.utils._param_validation import StrOptions
 
+from .._docstrings import fill_doc
 from ._families import OnlineLearner
 from ._online import GAMMAS
 
 
+@fill_doc
 class SWVPTagger(OnlineLearner):
     """Structured weighted violation perceptron (SWVP) for a linear chain.
 
@@ -45,15 +47,9 @@ class SWVPTagger(OnlineLearner):
         As for :class:`~sklstruct.StructuredPerceptronTagger` (averaging as
         in Algorithm 2, line 8).
 
-    order : {1, 2}, default=1
-        Order of the linear chain: 2 adds label-trigram scores
-        (``trigram_coef_``) and decodes over label pairs, O(L^3) per token; see
-        :class:`~sklstruct.StructuredPerceptronTagger` for measured costs.
+    {order}
 
-    n_jobs : int or None, default=None
-        Threads for ``predict``, ``predict_kbest`` and ``score`` (blocks of
-        sentences decoded without the GIL; ``None`` is 1, -1 all cores).
-        Predictions do not depend on it.
+    {n_jobs}
 
     Attributes
     ----------

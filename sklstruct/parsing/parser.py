@@ -19,7 +19,8 @@ from joblib import Parallel, delayed
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._validation import N_JOBS_CONSTRAINT, n_threads
+from .._parallel import n_threads
+from .._validation import N_JOBS_CONSTRAINT
 from ..qp import CuttingPlane
 from .base import BaseParser
 from .model import FEATURE_SETS, LOSSES, JointFeatureMap

@@ -426,7 +426,7 @@ def test_verbose_and_history(capsys):
     X, trees = toy()
     parser = F1MaxMarginParser(C=1, max_iter=3, verbose=1).fit(X, trees)
     out = capsys.readouterr().out
-    assert "iter   1" in out and "violated" in out and "dual" in out
+    assert "Iteration 1: violated" in out and "dual" in out
     # n_iter_ counts inference passes; the 1-slack solver also logs the
     # iterations it took from its cache
     assert len([h for h in parser.history_ if not h["cached"]]) == parser.n_iter_ <= 3

@@ -132,4 +132,4 @@ def test_cutting_plane_verbose(capsys):
     oracle = problem(4)
     CuttingPlane(1.0, max_iter=3, verbose=1, name="Toy").fit(oracle, len(oracle.y),
                                                              np.zeros(oracle.d * oracle.K))
-    assert capsys.readouterr().out.startswith("[Toy] iter   1")
+    assert capsys.readouterr().out.startswith("-- [Toy] Iteration 1: violated")
