@@ -102,13 +102,6 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         self.n_features = n_features
         self.boundary = boundary
 
-    def __setstate__(self, state):
-        # vectorizers pickled before ``boundary`` existed read as "symbol"
-        state.setdefault("boundary", "symbol")
-        if "templates_" in state:
-            state.setdefault("_boundary", "symbol")
-        super().__setstate__(state)
-
     # -- fitting ------------------------------------------------------------
 
     def _prepare(self):

@@ -20,7 +20,7 @@ from .._validation import MAX_C
 from ..chain import as_stacked, pack_chain, unpack_chain
 from ._base import ChainLearner, _identity, check_same_training_set
 from ._m3n_sgd import SCHEDULES, hinge_losses
-from ._m3n_solvers import Solver, rows_of, solver_for
+from ._m3n_solvers import rows_of, solver_for
 
 
 @fill_doc
@@ -264,10 +264,6 @@ class M3NTagger(ChainLearner):
                 "objective_curve_": np.zeros(0), **solver.new_state(self, data, codes)}
 
     def _check_warm(self, data, codes):
-        if not isinstance(self._solver, Solver):
-            # a pickle of an earlier version kept the solver's name and a state vector
-            raise ValueError("this model was trained by an earlier version of sklstruct, "
-                             "whose training state this one cannot continue; refit")
         if self._solver.name != self.solver:
             raise ValueError(f"solver: cannot change solver from {self._solver.name!r} to "
                              f"{self.solver!r} when continuing training; refit")

@@ -813,17 +813,8 @@ def test_boundary_skip_and_position_flags():
         SequenceVectorizer(boundary="pad").fit(X)
 
 
-def test_position_flags_are_not_window_expanded_and_old_pickles_load():
+def test_position_flags_are_not_window_expanded():
     vec = SequenceVectorizer(["word", "is_first", "is_last"], window=1)
     X = [[("He", "PRP"), ("reckons", "VBZ")]]
     vec.fit(X)
     assert vec.templates_ == ["word[-1]", "word", "word[+1]", "is_first", "is_last"]
-    # a vectorizer pickled before ``boundary`` existed
-    state = vec.__getstate__()
-    state = {k: v for k, v in state.items() if k not in ("boundary", "_boundary")}
-    old = SequenceVectorizer.__new__(SequenceVectorizer)
-    old.__setstate__(state)
-    assert old.get_params()["boundary"] == "symbol"
-    assert repr(old)
-    np.testing.assert_array_equal(old.transform(X)[0].toarray(), vec.transform(X)[0].toarray())
-    clone(old).fit(X)
