@@ -10,11 +10,13 @@ from setuptools import Extension, setup
 # Every private kernel module ``sklstruct/**/_name.pyx`` is compiled, wherever it
 # sits; the ``.pxd`` files beside them (in any subpackage) are found by Cython
 # from the source root, and a change to one rebuilds the modules that cimport it.
+# The C helpers some of them include (``cdef extern from "name.h"``) are in
+# sklstruct/src.
 extensions = [
     Extension(
         ".".join(Path(path).with_suffix("").parts),
         [path],
-        include_dirs=[np.get_include()],
+        include_dirs=[np.get_include(), "sklstruct/src"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=["-O3"],
     )

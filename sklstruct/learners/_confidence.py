@@ -16,7 +16,7 @@ Pleiss, Sun and Weinberger 2017, applied to structured marginals).
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from .._viterbi import corpus_marginals
+from .._forward_backward import corpus_marginals
 
 METHODS = ("kbest", "forward_backward")
 

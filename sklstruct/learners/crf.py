@@ -13,7 +13,7 @@ from .._validation import MAX_C, N_JOBS_CONSTRAINT
 from ..chain import as_stacked, pack_chain
 from ..optimize import lbfgs
 from ._base import ChainTagger
-from ._crf import BLOCK, crf_pass, emission_gradient
+from ._crf import BLOCK, CRFGradient, crf_pass, emission_gradient
 
 LOSSES = ("log", "exp", "pointwise_log", "pointwise_exp")
 
@@ -153,8 +153,8 @@ class CRFTagger(ChainTagger):
         reg = 0.5 * float(theta @ theta)
 
         def gradient_pass(node_w, gold_w, cond_c=None):
-            self._run(lambda a, b: crf_pass(c, codes, W, P, a, b, sent_val, tok_val, True,
-                                            node_w, gold_w, cond_c, node, chain),
+            grad = CRFGradient(node_w, gold_w, cond_c, node, chain)
+            self._run(lambda a, b: crf_pass(c, codes, W, P, a, b, sent_val, tok_val, grad),
                       ctx["ranges"])
 
         if loss in ("log", "pointwise_log"):
