@@ -292,6 +292,15 @@ def conditioned_expectations(E, P, gold, c=None):
     expectations of the pointwise losses of Altun, Johnson & Hofmann
     (section 4.1), in O(T L^2) (first order) or O(T L^3) (second).
 
+    Parameters
+    ----------
+    E : ndarray of shape (T, L)
+    P : ndarray of shape (L + 2, L) or (L + 2 + L * L, L)
+    gold : array-like of shape (T,)
+        The label each position is conditioned on.
+    c : array-like of shape (T,), optional
+        Weights of the positions (default: all 1).
+
     Returns
     -------
     node : ndarray of shape (T, L)

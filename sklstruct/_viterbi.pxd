@@ -1,4 +1,5 @@
-# Declarations of the chain decoding kernels, shared with the learners' Cython loops.
+# Declarations of the chain decoding kernels, shared with the learners' Cython loops
+# (forward-backward: _forward_backward.pxd).
 #
 # Layout conventions (all arrays C-contiguous):
 #   E      (T, L)    emission scores of one sentence, E[t, y]

@@ -12,9 +12,13 @@ trigram scores ``Q`` as L * L more rows (row L + 2 + a * L + b holds
 Q[a, b, :]).  This is w.F(x, y) of Mancev & Todorovic ("k-Best Max-margin
 Approaches for Sequence Labeling", section 3) for the chain joint feature map.
 
-Kernels (``cdef ... nogil``) take raw pointers and trust their arguments; the
-``def`` functions below validate shapes and values first and are what the rest
-of the package and the tests call.  Loss-augmented decoding with the Hamming
+This module decodes (Viterbi, exact k-best, the emission scores); sums over
+the sequences (forward-backward, marginals) are in
+:mod:`sklstruct._forward_backward` and :mod:`sklstruct._conditioned`, the C
+helpers in ``sklstruct/src/chain_simd.h``.  Kernels (``cdef ... nogil``) take
+raw pointers and trust their arguments; the ``def`` functions below validate
+shapes and values first and are what the rest of the package and the tests
+call.  Loss-augmented decoding with the Hamming
 cost (Mancev & Todorovic, eq. 12) is decoding on ``E + cost * [y_t != gold_t]``.
 """
 import numpy as np

@@ -71,6 +71,35 @@ def test_objective_and_gradient(loss, all_possible_states, order):
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-7)
 
 
+def test_losses_are_the_registry_and_a_new_loss_is_one_class(monkeypatch):
+    """CRFTagger reads its losses from _crf_losses.LOSSES: the names it
+    accepts are the registry's, and a loss class added there (here the log
+    loss halved, whose objective at C equals the log loss's at C / 2) is
+    used with nothing else changed."""
+    from sklstruct.learners import _crf_losses
+
+    assert set(_crf_losses.LOSSES) == set(LOSSES)
+    assert CRFTagger._parameter_constraints["loss"][0].options == set(LOSSES)
+
+    class HalfLog(_crf_losses.LogLoss):
+        def weights(self, C, data, v=None, reg=None):
+            return super().weights(C / 2, data)
+
+        def value(self, v, C, reg):
+            return super().value(v, C / 2, reg)
+
+    monkeypatch.setitem(_crf_losses.LOSSES, "half_log", HalfLog())
+    X, y = random_problem(n=8, n_features=4, seed=3)
+    y = [np.asarray(t) for t in y]
+    new, log = CRFTagger(loss="half_log", C=1.4), CRFTagger(loss="log", C=0.7)
+    ctx, n = objective_parts(log, X, y)
+    theta = np.random.default_rng(2).normal(scale=0.5, size=n)
+    value, grad = new._objective(theta, ctx)
+    expected_value, expected_grad = log._objective(theta, ctx)
+    assert value == expected_value
+    np.testing.assert_array_equal(grad, expected_grad)
+
+
 @pytest.mark.parametrize("loss", LOSSES)
 def test_exp_losses_stay_finite_where_the_loss_itself_overflows(loss):
     """A sentence of 600 tokens and 3 labels: at w = 0, 1 / P(y | x) = 3 ** 600."""
