@@ -4,7 +4,7 @@ sentences, giving what the four losses of Altun, Johnson & Hofmann and their
 gradients (section 4.1) are made of.
 
 For each sentence (first- or second-order chain): E = X W, log Z and the
-marginals (:mod:`sklstruct._viterbi`),
+marginals (:mod:`sklstruct._forward_backward`, :mod:`sklstruct._conditioned`),
 ``d = log Z - s(gold)`` (so P(gold | x) = exp(-d)) and, per token,
 ``e_t = log Z - log Z_t`` (P(gold_t | x) = exp(-e_t)).  With ``grad``, the
 sentence adds to the gradient's chain blocks and writes its tokens' emission
@@ -13,12 +13,12 @@ sparse product in the caller):
 
     node_w[s] * E[F | x] - gold_w[s] * F(x, gold) + sum_t cond_c[t] E[F | x, y_t = gold_t]
 
+with the weights a loss chooses (:mod:`sklstruct.learners._crf_losses`).
+
 Sentences write disjoint rows, and the chain blocks of BLOCK consecutive
 sentences go to their own slot, so any split of the blocks over threads sums
 the same numbers in the same order: results do not depend on ``n_jobs``.
 """
-import numpy as np
-
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
