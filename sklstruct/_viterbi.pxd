@@ -1,4 +1,5 @@
-# Declarations of the chain decoding kernels, shared with the learners' Cython loops.
+# Declarations of the chain decoding kernels, shared with the learners' Cython loops
+# (forward-backward: _forward_backward.pxd).
 #
 # Layout conventions (all arrays C-contiguous):
 #   E      (T, L)    emission scores of one sentence, E[t, y]
@@ -64,36 +65,3 @@ cdef Py_ssize_t kbest(const double* E, Py_ssize_t T, Py_ssize_t L, const double*
 
 cdef double path_score(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
                        int order, const int* path) noexcept nogil
-
-cdef double forward_backward(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
-                             double* alpha, double* beta) noexcept nogil
-cdef void add_marginals(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
-                        const double* alpha, const double* beta, double log_z, double weight,
-                        double* node, double* chain) noexcept nogil
-cdef void add_conditioned(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
-                          const double* alpha, const double* beta, const int* gold,
-                          const double* c, double* abar, double* bbar,
-                          double* node, double* chain, const double* eTr,
-                          double* tmp) noexcept nogil
-cdef void scaled_transitions(const double* P, Py_ssize_t L, double* out) noexcept nogil
-cdef double forward_backward_any(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
-                                 const double* eTr, double* alpha, double* beta, double* eE,
-                                 double* norm, bint* scaled) noexcept nogil
-cdef void add_marginals_any(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
-                            const double* eTr, const double* alpha, const double* beta,
-                            const double* eE, const double* norm, bint scaled, double log_z,
-                            double weight, double* node, double* chain) noexcept nogil
-cdef void scaled_trigrams(const double* P, Py_ssize_t L, double* out) noexcept nogil
-cdef double forward_backward2(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
-                              const double* eQ, double* alpha, double* beta,
-                              double* tmp) noexcept nogil
-cdef double log_marginal2(const double* alpha, const double* beta, Py_ssize_t T,
-                          Py_ssize_t L, Py_ssize_t t, int b, double* tmp) noexcept nogil
-cdef void add_marginals2(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
-                         const double* eQ, const double* alpha, const double* beta,
-                         double log_z, double weight, double* node, double* chain,
-                         double* tmp) noexcept nogil
-cdef void add_conditioned2(const double* E, Py_ssize_t T, Py_ssize_t L, const double* P,
-                           const double* alpha, const double* beta, const int* gold,
-                           const double* c, double* abar, double* bbar, double* node,
-                           double* chain, double* tmp) noexcept nogil

@@ -19,8 +19,8 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from sklearn.utils.validation import check_is_fitted
 
+from .._forward_backward import corpus_marginals
 from .._validation import check_k
-from .._viterbi import corpus_marginals
 from ..chain import as_stacked
 
 METHODS = ("kbest", "forward_backward")

@@ -11,7 +11,7 @@ from .._progress import report
 from .._validation import N_JOBS_CONSTRAINT
 from ..chain import as_stacked
 from ._base import ChainTagger
-from ._crf import crf_pass
+from ._crf import CRFGradient, crf_pass
 
 
 def _rescale(state, M):
@@ -160,7 +160,8 @@ class SequenceBoostingTagger(ChainTagger):
         w = np.exp(d - M)
         node = np.empty((rows.shape[0], L))
         chain = np.zeros((n, L + 2, L))
-        crf_pass(c, sub_codes, W.reshape(-1), P, 0, n, d, None, True, w, w, None, node, chain, 1)
+        crf_pass(c, sub_codes, W.reshape(-1), P, 0, n, d, None,
+                 CRFGradient(w, w, None, node, chain, 1))
         F = W.shape[0]
         delta_node = node - state["node"][rows]
         state["G"][:F * L] += np.asarray(sub.matrix.T @ delta_node).ravel()

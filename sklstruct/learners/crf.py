@@ -13,9 +13,8 @@ from .._validation import MAX_C, N_JOBS_CONSTRAINT
 from ..chain import as_stacked, pack_chain
 from ..optimize import lbfgs
 from ._base import ChainTagger
-from ._crf import BLOCK, crf_pass, emission_gradient
-
-LOSSES = ("log", "exp", "pointwise_log", "pointwise_exp")
+from ._crf import BLOCK, CRFGradient, crf_pass, emission_gradient
+from ._crf_losses import LOSSES
 
 
 class CRFTagger(ChainTagger):
@@ -31,7 +30,8 @@ class CRFTagger(ChainTagger):
     * ``"pointwise_log"``: ``-sum_t log P(y_t | x)``;
     * ``"pointwise_exp"``: ``sum_t 1 / P(y_t | x)``;
 
-    with a Gaussian prior named and scaled as in scikit-learn's
+    (one class each in ``sklstruct/learners/_crf_losses.py``) with a
+    Gaussian prior named and scaled as in scikit-learn's
     ``LogisticRegression``: the objective is ``C * sum(loss) + 1/2 ||w||^2``.
     It is minimised by L-BFGS (:func:`sklstruct.optimize.lbfgs`, with scipy's
     Wolfe line search) with the exact gradients of section 4.1
@@ -143,52 +143,30 @@ class CRFTagger(ChainTagger):
             W[states] = theta[:n_w]
         P = theta[n_w:].reshape(-1, L)
         c, n_sent, n_tok = ctx["chain_data"], len(data), codes.shape[0]
-        C, loss = float(self.C), self.loss
+        C, loss = float(self.C), LOSSES[self.loss]
         sent_val = np.empty(n_sent)
         # per-token values only for the pointwise losses (they need the log-space path)
-        tok_val = np.empty(n_tok) if loss.startswith("pointwise") else None
-        node = ctx["node"]
+        tok_val = np.empty(n_tok) if loss.pointwise else None
+        v = tok_val if loss.pointwise else sent_val
         chain = np.zeros((-(-n_sent // BLOCK),) + P.shape)
-        lengths = data.lengths.astype(np.float64)
         reg = 0.5 * float(theta @ theta)
 
-        def gradient_pass(node_w, gold_w, cond_c=None):
-            self._run(lambda a, b: crf_pass(c, codes, W, P, a, b, sent_val, tok_val, True,
-                                            node_w, gold_w, cond_c, node, chain),
+        def run(grad=None):
+            self._run(lambda a, b: crf_pass(c, codes, W, P, a, b, sent_val, tok_val, grad),
                       ctx["ranges"])
 
-        if loss in ("log", "pointwise_log"):
-            if loss == "log":
-                gradient_pass(np.full(n_sent, C), np.full(n_sent, C))
-                value = C * float(np.sum(sent_val)) + reg
-            else:
-                gradient_pass(C * lengths, np.zeros(n_sent), np.full(n_tok, -C))
-                value = C * float(np.sum(tok_val)) + reg
-            scale = 1.0
+        if loss.values_first:               # values first, then the gradient with their weights
+            run()
+            value, scale = loss.value(v, C, reg)
+            run(CRFGradient(*loss.weights(C, data, v, reg), ctx["node"], chain))
         else:
-            # values first, then the gradient with the weights they give
-            self._run(lambda a, b: crf_pass(c, codes, W, P, a, b, sent_val, tok_val),
-                      ctx["ranges"])
-            # J = log(1 + C * S + reg), S = sum exp(v) - n0 (n0 = n_sent for
-            # exp, 0 for pointwise_exp), each term scaled by exp(-M)
-            v = sent_val if loss == "exp" else tok_val
-            n0 = n_sent if loss == "exp" else 0
-            M = max(float(v.max()), 0.0)
-            terms = np.exp(v - M)
-            D = C * float(np.sum(terms)) + (1.0 + reg - C * n0) * np.exp(-M)
-            value = M + np.log(D)
-            weights = C * terms / D                   # C exp(v) / (1 + C S + reg)
-            if loss == "exp":
-                gradient_pass(weights, weights)
-            else:
-                starts = data.offsets[:-1]
-                gradient_pass(np.add.reduceat(weights, starts), np.zeros(n_sent), -weights)
-            scale = np.exp(-M) / D                    # 1 / (1 + C S + reg)
+            run(CRFGradient(*loss.weights(C, data), ctx["node"], chain))
+            value, scale = loss.value(v, C, reg)
         grad = np.empty_like(theta)
         # X^T node, dense (a product restricted to the stored pairs, in
         # Cython, measured slower than the dense one and a gather: its
         # scattered writes do not vectorise)
-        emission_gradient(c, node, ctx["G"])
+        emission_gradient(c, ctx["node"], ctx["G"])
         grad[:n_w] = ctx["G"].reshape(-1) if states is None else ctx["G"].reshape(-1)[states]
         grad[n_w:] = chain.sum(axis=0).ravel()
         grad += scale * theta

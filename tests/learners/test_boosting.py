@@ -109,7 +109,8 @@ def test_tracked_loss_stays_exact_when_the_dominant_sentence_improves():
     """One long sentence dominates the exp-loss at first; as it improves by
     many orders of magnitude the stored expectations are rescaled and G is
     summed afresh: the tracked loss stays the one forward-backward gives."""
-    from sklstruct._viterbi import chain_marginals, sequence_score
+    from sklstruct._forward_backward import chain_marginals
+    from sklstruct._viterbi import sequence_score
 
     rng = np.random.default_rng(4)
     X = [sp.csr_matrix(np.eye(3)[rng.integers(0, 3, size=60)])]

@@ -153,7 +153,7 @@ def test_marginals_do_not_depend_on_threads(corpus, name):
 def test_crf_marginals_are_its_probabilities(corpus):
     """Uncalibrated, the CRF's marginals are its own (forward-backward at
     T = 1), and its confidence is P(predicted sequence | x) = exp(s(y) - log Z)."""
-    from sklstruct._viterbi import chain_marginals
+    from sklstruct._forward_backward import chain_marginals
 
     Xtr, ytr, _, _, Xte, _ = corpus
     model = CRFTagger(max_iter=30).fit(Xtr, ytr)

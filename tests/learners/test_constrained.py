@@ -15,7 +15,8 @@ from _oracles import brute_force
 
 from sklstruct import (ConstrainedTagger, DictSequenceVectorizer, M3NTagger,
                        SequenceVectorizer, StructuredPerceptronTagger)
-from sklstruct._viterbi import chain_marginals, decode_corpus
+from sklstruct._forward_backward import chain_marginals
+from sklstruct._viterbi import decode_corpus
 from sklstruct.chain import (FORBIDDEN_TRANSITION, allowed_transitions, as_stacked, kbest_decode,
                              restrict_scores, viterbi_decode)
 from sklstruct.datasets import make_chunking_corpus

@@ -1,166 +1,21 @@
-"""The CRF: forward-backward and the conditioned expectations against
-brute-force enumeration, the four losses' gradients against finite
-differences, and what the tagger must learn."""
+"""The CRF: the four losses' gradients against finite differences, and what
+the tagger must learn (its kernels' own tests are in
+tests/chain/test_forward_backward.py)."""
 import pickle
 import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from sklstruct import CRFTagger
-from sklstruct._viterbi import chain_marginals, conditioned_expectations
-from sklstruct.chain import as_stacked, joint_feature
+from sklstruct.chain import as_stacked
 from _oracles import brute_force, random_problem, separable_problem
 
 LOSSES = ["log", "exp", "pointwise_log", "pointwise_exp"]
-
-
-def counts(seq, T, L):
-    node = np.zeros((T, L))
-    node[np.arange(T), seq] = 1.0
-    _, chain = joint_feature(sp.csr_matrix((T, 1)), seq, L)
-    return node, chain
-
-
-@st.composite
-def problems(draw, max_T=5, max_L=4, scale=1.0):
-    T, L = draw(st.integers(1, max_T)), draw(st.integers(1, max_L))
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    return (scale * rng.normal(size=(T, L)), scale * rng.normal(size=(L + 2, L)),
-            rng.integers(0, L, size=T), rng.random(T))
-
-
-@settings(max_examples=200, deadline=None)
-@given(problems(), st.sampled_from([1.0, 50.0, 1000.0]))
-def test_forward_backward_matches_brute_force(problem, scale):
-    """On either path: scaled (ordinary scores) or log space (where a scaled
-    sum underflows, which scores of 1000 provoke)."""
-    E, P, _, _ = problem
-    E, P = scale * E, scale * P
-    T, L = E.shape
-    seqs, scores = brute_force(E, P)
-    log_z = logsumexp(scores)
-    node, chain = np.zeros((T, L)), np.zeros((L + 2, L))
-    for q, p in zip(seqs, np.exp(scores - log_z)):
-        n, c = counts(q, T, L)
-        node += p * n
-        chain += p * c
-    got_z, got_node, got_chain = chain_marginals(E, P)
-    assert got_z == pytest.approx(log_z, abs=1e-10)
-    np.testing.assert_allclose(got_node, node, atol=1e-10)
-    np.testing.assert_allclose(got_chain, chain, atol=1e-10)
-
-
-@settings(max_examples=150, deadline=None)
-@given(problems(), st.sampled_from([1.0, 1000.0]), st.booleans())
-def test_conditioned_expectations_match_brute_force(problem, scale, factored):
-    """sum_t c_t E[F | x, y_t = gold_t] (what the pointwise losses need) and
-    log Z_t, by enumeration of the sequences with y_t = gold_t; with the
-    factored derivatives (where the transitions' spread allows) or without."""
-    E, P, gold, c = problem
-    E, P = scale * E, scale * P
-    T, L = E.shape
-    seqs, scores = brute_force(E, P)
-    node, chain, log_zt = np.zeros((T, L)), np.zeros((L + 2, L)), np.zeros(T)
-    for t in range(T):
-        keep = seqs[:, t] == gold[t]
-        log_zt[t] = logsumexp(scores[keep])
-        for q, p in zip(seqs[keep], np.exp(scores[keep] - log_zt[t])):
-            n, ch = counts(q, T, L)
-            node += c[t] * p * n
-            chain += c[t] * p * ch
-    got_node, got_chain, got_zt = conditioned_expectations(E, P, gold, c, scaled=factored)
-    np.testing.assert_allclose(got_node, node, atol=1e-10)
-    np.testing.assert_allclose(got_chain, chain, atol=1e-10)
-    np.testing.assert_allclose(got_zt, log_zt, atol=1e-10 * max(1.0, np.abs(log_zt).max()))
-
-
-@settings(max_examples=150, deadline=None)
-@given(problems(max_T=5, max_L=3), st.sampled_from([1.0, 1000.0]))
-def test_second_order_forward_backward_matches_brute_force(problem, scale):
-    """Over label pairs: log Z, the node marginals and the expected
-    transition, start, end and trigram counts, by enumeration."""
-    E, P, _, _ = problem
-    T, L = E.shape
-    Q = np.random.default_rng(T * 7 + L).normal(size=(L * L, L))
-    E, P = scale * E, scale * np.vstack([P, Q])
-    seqs, scores = brute_force(E, P)
-    log_z = logsumexp(scores)
-    node, chain = np.zeros((T, L)), np.zeros(P.shape)
-    for q, p in zip(seqs, np.exp(scores - log_z)):
-        node[np.arange(T), q] += p
-        chain += p * joint_feature(sp.csr_matrix((T, 1)), q, L, order=2)[1]
-    got_z, got_node, got_chain = chain_marginals(E, P)
-    assert got_z == pytest.approx(log_z, abs=1e-10 * max(1.0, abs(log_z)))
-    np.testing.assert_allclose(got_node, node, atol=1e-10)
-    np.testing.assert_allclose(got_chain, chain, atol=1e-10)
-
-
-@settings(max_examples=100, deadline=None)
-@given(problems(max_T=5, max_L=3))
-def test_second_order_conditioned_expectations_match_brute_force(problem):
-    E, P, gold, c = problem
-    T, L = E.shape
-    P = np.vstack([P, np.random.default_rng(T * 5 + L).normal(size=(L * L, L))])
-    seqs, scores = brute_force(E, P)
-    node, chain, log_zt = np.zeros((T, L)), np.zeros(P.shape), np.zeros(T)
-    for t in range(T):
-        keep = seqs[:, t] == gold[t]
-        log_zt[t] = logsumexp(scores[keep])
-        for q, p in zip(seqs[keep], np.exp(scores[keep] - log_zt[t])):
-            node[np.arange(T), q] += c[t] * p
-            chain += c[t] * p * joint_feature(sp.csr_matrix((T, 1)), q, L, order=2)[1]
-    got_node, got_chain, got_zt = conditioned_expectations(E, P, gold, c)
-    np.testing.assert_allclose(got_node, node, atol=1e-10)
-    np.testing.assert_allclose(got_chain, chain, atol=1e-10)
-    np.testing.assert_allclose(got_zt, log_zt, atol=1e-10)
-
-
-def test_scaled_path_and_its_fallback():
-    """The scaled recursion serves ordinary chains; where the scores spread
-    so far that its factors could underflow (transitions 2000 apart) the
-    log-space path takes over, exactly."""
-    rng = np.random.default_rng(3)
-    E, P = rng.normal(size=(6, 4)), rng.normal(size=(6, 4))
-    assert chain_marginals(E, P, _return_path=True)[3]
-    E = np.array([[0.0, 0.0], [0.0, 1500.0], [0.0, 0.0]])
-    P = np.array([[0.0, -2000.0], [-2000.0, 0.0], [0.0, -1e3], [0.0, 0.0]])
-    log_z, node, chain, scaled = chain_marginals(E, P, _return_path=True)
-    assert not scaled
-    seqs, scores = brute_force(E, P)
-    assert log_z == pytest.approx(logsumexp(scores), abs=1e-9)
-    p = np.exp(scores - logsumexp(scores))
-    expected = sum(pq * counts(q, 3, 2)[0] for q, pq in zip(seqs, p))
-    np.testing.assert_allclose(node, expected, atol=1e-10)
-
-
-def test_long_sentences_and_huge_scores_do_not_overflow():
-    """Where naive exponentiation overflows (scores of 1e3 over 2,000 tokens):
-    log Z is exact and the marginals are probabilities."""
-    rng = np.random.default_rng(0)
-    T, L = 2000, 5
-    E, P = 1e3 * rng.normal(size=(T, L)), 1e3 * rng.normal(size=(L + 2, L))
-    log_z, node, chain = chain_marginals(E, P)
-    assert np.isfinite(log_z) and log_z > 1e5
-    # log-space values of magnitude 1e6 carry ~1e-10 absolute rounding per
-    # step; over 2,000 steps the marginals keep 7 digits
-    np.testing.assert_allclose(node.sum(axis=1), 1.0, atol=1e-6)
-    assert np.all((node >= 0) & (node <= 1 + 1e-12))
-    assert chain[:L].sum() == pytest.approx(T - 1, rel=1e-6)
-    # the dominant sequence is the Viterbi one
-    from sklstruct.chain import viterbi_decode
-    path, score = viterbi_decode(E, P)
-    np.testing.assert_array_equal(node.argmax(axis=1), path)
-    assert score <= log_z < score + 10          # a few near-best sequences add a little
-    # and a short problem scaled so that exp() overflows, against brute force
-    E, P = 400 * rng.normal(size=(4, 3)), 400 * rng.normal(size=(5, 3))
-    assert chain_marginals(E, P)[0] == pytest.approx(logsumexp(brute_force(E, P)[1]))
 
 
 def objective_parts(model, X, y):
@@ -214,6 +69,35 @@ def test_objective_and_gradient(loss, all_possible_states, order):
                          - model._objective(theta - h * e, ctx)[0]) / (2 * h)
                         for e in np.eye(n)])
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-7)
+
+
+def test_losses_are_the_registry_and_a_new_loss_is_one_class(monkeypatch):
+    """CRFTagger reads its losses from _crf_losses.LOSSES: the names it
+    accepts are the registry's, and a loss class added there (here the log
+    loss halved, whose objective at C equals the log loss's at C / 2) is
+    used with nothing else changed."""
+    from sklstruct.learners import _crf_losses
+
+    assert set(_crf_losses.LOSSES) == set(LOSSES)
+    assert CRFTagger._parameter_constraints["loss"][0].options == set(LOSSES)
+
+    class HalfLog(_crf_losses.LogLoss):
+        def weights(self, C, data, v=None, reg=None):
+            return super().weights(C / 2, data)
+
+        def value(self, v, C, reg):
+            return super().value(v, C / 2, reg)
+
+    monkeypatch.setitem(_crf_losses.LOSSES, "half_log", HalfLog())
+    X, y = random_problem(n=8, n_features=4, seed=3)
+    y = [np.asarray(t) for t in y]
+    new, log = CRFTagger(loss="half_log", C=1.4), CRFTagger(loss="log", C=0.7)
+    ctx, n = objective_parts(log, X, y)
+    theta = np.random.default_rng(2).normal(scale=0.5, size=n)
+    value, grad = new._objective(theta, ctx)
+    expected_value, expected_grad = log._objective(theta, ctx)
+    assert value == expected_value
+    np.testing.assert_array_equal(grad, expected_grad)
 
 
 @pytest.mark.parametrize("loss", LOSSES)
