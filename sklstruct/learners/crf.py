@@ -9,6 +9,7 @@ from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._progress import report
 from .._validation import MAX_C, N_JOBS_CONSTRAINT
 from ..chain import as_stacked, pack_chain
 from ..optimize import lbfgs
@@ -258,10 +259,9 @@ class CRFTagger(ChainTagger):
             record = {"iteration": len(history) + 1, "objective": last["value"],
                       "grad_norm": last["grad_norm"], "seconds": time.perf_counter() - tic}
             history.append(record)
-            if self.verbose:
-                print(f"-- Iteration {record['iteration']}: objective {record['objective']:.6g}"
-                      f", gradient norm {record['grad_norm']:.3g}, {record['seconds']:.2f} s",
-                      flush=True)
+            report(self.verbose, "Iteration", record["iteration"],
+                   [("objective", record["objective"]),
+                    ("gradient norm", f"{record['grad_norm']:.3g}")], record["seconds"])
 
         result = lbfgs(fun, theta0, max_iter=int(self.max_iter), gtol=float(self.tol),
                        ftol=64 * np.finfo(float).eps, callback=callback)
