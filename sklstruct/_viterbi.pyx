@@ -23,8 +23,10 @@ cost (Mancev & Todorovic, eq. 12) is decoding on ``E + cost * [y_t != gold_t]``.
 """
 import numpy as np
 
+from sklstruct._validation import check_k
+
 from libc.stdlib cimport malloc, free
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, isfinite
 from cython cimport floating
 
 
@@ -594,6 +596,21 @@ def chain_order(P, L):
                      f"got {P.shape}")
 
 
+def _check_labels(labels, Py_ssize_t T, Py_ssize_t L, name):
+    """``labels`` as a contiguous int32 array of T label codes in [0, L): an
+    integer array-like (a float or boolean one is refused, not cast)."""
+    if labels is None:
+        raise TypeError(f"{name} must be an array of {T} integer labels; got None")
+    arr = np.asarray(labels)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer labels; got dtype {arr.dtype}")
+    if arr.shape != (T,):
+        raise ValueError(f"{name} must have shape ({T},); got {arr.shape}")
+    if T and (arr.min() < 0 or arr.max() >= L):
+        raise ValueError(f"{name} must lie in [0, {L}); got values outside")
+    return np.ascontiguousarray(arr, dtype=np.int32)
+
+
 def _check_chain(E, P, gold=None):
     E = np.ascontiguousarray(E, dtype=np.float64)
     P = np.ascontiguousarray(P, dtype=np.float64)
@@ -604,17 +621,15 @@ def _check_chain(E, P, gold=None):
     if not (np.isfinite(E).all() and np.isfinite(P).all()):
         raise ValueError("emission scores and chain parameters must be finite")
     if gold is not None:
-        gold = np.ascontiguousarray(gold, dtype=np.int32)
-        if gold.shape != (E.shape[0],):
-            raise ValueError(f"gold labels must have shape ({E.shape[0]},); got {gold.shape}")
-        if gold.size and (gold.min() < 0 or gold.max() >= L):
-            raise ValueError(f"gold labels must lie in [0, {L}); got values outside")
+        gold = _check_labels(gold, E.shape[0], L, "gold labels")
     return E, P, gold
 
 
 def _loss_augmented(E, P, gold, double cost):
     """Validated E and P; with ``cost != 0`` a copy of E with the Hamming cost
     added to every wrong label of every token (:c:func:`add_hamming`)."""
+    if not isfinite(cost):
+        raise ValueError(f"cost must be finite; got {cost}")
     E, P, gold = _check_chain(E, P, gold)
     if cost == 0.0:
         return E, P
@@ -629,7 +644,8 @@ def _loss_augmented(E, P, gold, double cost):
 
 def sequence_score(E, P, path):
     """Score of one label sequence ``path`` under emissions ``E`` and chain ``P``."""
-    E, P, path = _check_chain(E, P, path)
+    E, P, _ = _check_chain(E, P)
+    path = _check_labels(path, E.shape[0], E.shape[1], "path")
     cdef double[:, ::1] Ev = E
     cdef double[:, ::1] Pv = P
     cdef int[::1] pv = path
@@ -677,7 +693,7 @@ def viterbi_decode(E, P, gold=None, double cost=0.0):
     return path, score
 
 
-def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
+def kbest_decode(E, P, k, gold=None, double cost=0.0):
     """The ``k`` highest-scoring distinct label sequences, best first.
 
     Same parameters as :func:`viterbi_decode`, plus ``k >= 1``.  When fewer than
@@ -693,24 +709,23 @@ def kbest_decode(E, P, Py_ssize_t k, gold=None, double cost=0.0):
     paths : ndarray of shape (n, T), int32, n = min(k, L**T)
     scores : ndarray of shape (n,), non-increasing
     """
-    if k < 1:
-        raise ValueError(f"k must be >= 1; got {k}")
+    cdef Py_ssize_t kk = check_k(k)
     E, P = _loss_augmented(E, P, gold, cost)
     cdef Py_ssize_t T = E.shape[0], L = E.shape[1]
     cdef int order = chain_order(P, L)
     cdef double[:, ::1] Ev = E
     cdef double[:, ::1] Pv = P
-    paths = np.empty((k, T), dtype=np.int32)
-    scores = np.empty(k, dtype=np.float64)
+    paths = np.empty((kk, T), dtype=np.int32)
+    scores = np.empty(kk, dtype=np.float64)
     cdef int[:, ::1] pv = paths
     cdef double[::1] sv = scores
     cdef KBestScratch s
     cdef int status
     cdef Py_ssize_t n
     with nogil:
-        status = kbest_alloc(&s, T, L, k, order)
+        status = kbest_alloc(&s, T, L, kk, order)
         if status == 0:
-            n = kbest(&Ev[0, 0], T, L, &Pv[0, 0], k, &s, &pv[0, 0], &sv[0])
+            n = kbest(&Ev[0, 0], T, L, &Pv[0, 0], kk, &s, &pv[0, 0], &sv[0])
         kbest_free(&s)
     if status != 0:
         raise MemoryError(f"the k-best scratch for {T} tokens, {L} labels, order {order} and "

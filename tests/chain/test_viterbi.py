@@ -117,6 +117,41 @@ def test_wrappers_validate(bad, message):
         kbest_decode(args["E"], args["P"], args["k"], gold=args["gold"], cost=1.0)
 
 
+@pytest.mark.parametrize("cost", [np.nan, np.inf, -np.inf])
+def test_non_finite_cost_is_refused(cost):
+    # the decoders returned NaN scores
+    E, P, gold = np.zeros((2, 2)), np.zeros((4, 2)), np.array([0, 1])
+    with pytest.raises(ValueError, match="cost must be finite"):
+        viterbi_decode(E, P, gold=gold, cost=cost)
+    with pytest.raises(ValueError, match="cost must be finite"):
+        kbest_decode(E, P, 2, gold=gold, cost=cost)
+
+
+@pytest.mark.parametrize("k, error", [(100_001, ValueError), (2**62, ValueError),
+                                      (2**63, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_k_beyond_max_k_is_refused_before_any_allocation(k, error):
+    # numpy's "array is too big" and an OverflowError at 2**63 before
+    with pytest.raises(error, match="k must be an integer"):
+        kbest_decode(np.zeros((1, 2)), np.zeros((4, 2)), k)
+
+
+@pytest.mark.parametrize("path, error, message", [
+    (None, TypeError, "path must be an array"),                    # was a segfault
+    (np.array([0.0, 1.0]), TypeError, "integer labels"),           # was read as labels
+    (np.array([True, False]), TypeError, "integer labels"),
+    (np.array([0]), ValueError, "shape"),
+    (np.array([0, 2]), ValueError, "lie in"),
+])
+def test_sequence_score_checks_its_path(path, error, message):
+    with pytest.raises(error, match=message):
+        sequence_score(np.zeros((2, 2)), np.zeros((4, 2)), path)
+
+
+def test_float_gold_labels_are_refused():
+    with pytest.raises(TypeError, match="integer labels"):
+        viterbi_decode(np.zeros((2, 2)), np.zeros((4, 2)), gold=np.array([0.0, 1.5]), cost=1.0)
+
+
 def test_loss_augmented_needs_gold():
     with pytest.raises(ValueError, match="gold"):
         viterbi_decode(np.zeros((2, 2)), np.zeros((4, 2)), cost=1.0)
