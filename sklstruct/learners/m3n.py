@@ -96,8 +96,10 @@ class M3NTagger(ChainLearner):
     mu : float, default=1e-4
         SMD's meta-learning rate.
     smd_lambda : float, default=0.99
-        SMD's decay factor lambda, in [0, 1]: the time scale of the
-        dependence of w on past step sizes.
+        SMD's decay factor lambda, in (0, 1]: the time scale of the
+        dependence of w on past step sizes.  0 (no memory) is refused: the
+        scaled form of the SMD vector ``v = b V + c w`` divides by ``b``, which
+        lambda multiplies at every step.
     power_t : float, default=0.5
         Exponent of "invscaling".
     kernel : {"linear", "poly", "tanh"}, default="linear"
@@ -204,7 +206,7 @@ class M3NTagger(ChainLearner):
         "learning_rate": [StrOptions(set(SCHEDULES))],
         "eta0": [Interval(Real, 0, 1e6, closed="neither")],
         "mu": [Interval(Real, 0, 1e6, closed="left")],
-        "smd_lambda": [Interval(Real, 0, 1, closed="both")],
+        "smd_lambda": [Interval(Real, 0, 1, closed="right")],
         "power_t": [Interval(Real, 0, 10, closed="both")],
         "kernel": [StrOptions({"linear", *KERNELS})],
         "degree": [Interval(Integral, 1, 10, closed="both")],

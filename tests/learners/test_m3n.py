@@ -626,3 +626,14 @@ def test_m3nsgdtagger_is_a_deprecated_alias_of_m3ntagger():
     new = M3NTagger(**params).fit(X, y)
     np.testing.assert_array_equal(old.fit(X, y).coef_, new.coef_)
     assert pickle.loads(pickle.dumps(old)).score(X, y) == new.score(X, y)
+
+
+def test_smd_lambda_zero_is_refused_and_tiny_lambda_keeps_learning():
+    """smd_lambda=0 divided by zero in the scaled SMD vector: the step size
+    halved at every step and nothing was learned, silently."""
+    X, y = random_problem(n=30, seed=2)
+    with pytest.raises(ValueError, match="smd_lambda"):
+        M3NTagger(smd_lambda=0).fit(X, y)
+    model = M3NTagger(smd_lambda=1e-300, max_iter=5, random_state=0).fit(X, y)
+    assert np.isfinite(model.coef_).all()
+    assert min(h["eta_min"] for h in model.history_) > 0.03 / 2      # eta0 = 0.03
