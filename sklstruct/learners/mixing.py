@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from .._progress import report
 from .._validation import N_JOBS_CONSTRAINT
 from ..chain import as_stacked
-from ._base import ChainTagger
+from ._base import ChainLearner, ChainTagger
 
 
 def _shard_epoch(learner, X, codes, classes, mixed):
@@ -125,6 +125,10 @@ class ParameterMixingTagger(ChainTagger):
         -------
         self : object
         """
+        if not isinstance(self.estimator, ChainLearner):
+            # an sklearn classifier has partial_fit too, but no chain weights to mix
+            raise TypeError("estimator: expected an sklstruct tagger trained by epochs (with "
+                            f"partial_fit); got {type(self.estimator).__name__}")
         data = as_stacked(X)
         classes, codes = self._labels(y, data)
         n = len(data)

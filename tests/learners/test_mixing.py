@@ -10,6 +10,8 @@ from sklstruct import (KBestMIRATagger, ParameterMixingTagger, PassiveAggressive
 from sklstruct.datasets import make_chunking_corpus
 from sklstruct.metrics import chunk_report
 
+from _oracles import random_problem
+
 
 @pytest.fixture(scope="module")
 def corpus():
@@ -95,3 +97,16 @@ def test_refuses_what_it_cannot_mix(corpus):
     from sklstruct import SDMTagger
     with pytest.raises((ValueError, TypeError), match="partial_fit"):
         ParameterMixingTagger(SDMTagger()).fit(X, y)
+
+
+def test_a_foreign_estimator_is_refused_clearly():
+    """An sklearn classifier has partial_fit and predict (the constraint) but no
+    chain weights: it failed with "'SGDClassifier' object has no attribute
+    '_train_encoded'"."""
+    from sklearn.linear_model import SGDClassifier
+
+    X, y = random_problem(n=8)
+    mixer = ParameterMixingTagger(SGDClassifier(), n_shards=2, max_iter=1)
+    with pytest.raises(TypeError, match="expected an sklstruct tagger"):
+        mixer.fit(X, y)
+    assert not hasattr(mixer, "coef_")
