@@ -32,16 +32,19 @@ def _tagger_and_names(model, feature_names):
         tagger = model
     check_is_fitted(tagger, "transition_coef_")
     if not hasattr(tagger, "coef_"):
-        raise ValueError(f"{type(tagger).__name__} with kernel={tagger.kernel!r} has no "
-                         "weight per feature (coef_): its emission scores are a kernel "
-                         "expansion over support_vectors_ with dual_coef_; only "
+        # a kernel M3N, or a meta-estimator around one (which has no ``kernel``)
+        raise ValueError(f"{type(tagger).__name__} has no weight per feature (coef_): its "
+                         "emission scores are a kernel expansion over support vectors; only "
                          "transition_features applies")
     n_features = tagger.coef_.shape[1]
     if feature_names is None:
         feature_names = [f"x{j}" for j in range(n_features)]
-    feature_names = np.asarray(feature_names, dtype=object)
+    if isinstance(feature_names, (str, bytes)):
+        raise TypeError("feature_names: expected one name per feature column; got a string")
+    # a generator or any iterable of names, as one 1-D array
+    feature_names = np.asarray(list(feature_names), dtype=object)
     if feature_names.shape != (n_features,):
-        raise ValueError(f"feature_names: {feature_names.shape[0]} names for the tagger's "
+        raise ValueError(f"feature_names: {len(feature_names)} names for the tagger's "
                          f"{n_features} features")
     return tagger, feature_names
 

@@ -57,3 +57,29 @@ def test_bad_arguments(pipeline):
         top_state_features(pipeline, n=0)
     with pytest.raises(Exception, match="not fitted"):
         transition_features(StructuredPerceptronTagger())
+
+
+def test_feature_names_from_any_iterable_and_a_string_refused(pipeline):
+    """A generator of names gave IndexError (a 0-d object array)."""
+    tagger = pipeline[-1]
+    n = tagger.coef_.shape[1]
+    from_list = state_features(tagger, [f"f{j}" for j in range(n)])
+    assert state_features(tagger, (f"f{j}" for j in range(n))) == from_list
+    with pytest.raises(ValueError, match="2 names for the tagger's"):
+        state_features(tagger, iter(["a", "b"]))
+    with pytest.raises(TypeError, match="got a string"):
+        state_features(tagger, "abc")
+
+
+def test_a_kernel_model_inside_a_constrained_tagger_gets_the_clear_error():
+    """The message read ``tagger.kernel``, which a ConstrainedTagger does not
+    have: AttributeError while building the ValueError."""
+    from sklstruct import ConstrainedTagger, M3NTagger
+
+    X, y = make_chunking_corpus(20, random_state=0)
+    vec = SequenceVectorizer(["word"])
+    F = vec.fit_transform(X)
+    model = ConstrainedTagger(M3NTagger(kernel="poly", max_iter=1, random_state=0)).fit(F, y)
+    with pytest.raises(ValueError, match="no weight per feature"):
+        state_features(model)
+    assert transition_features(model)
