@@ -20,6 +20,7 @@ that Ringel, Dror & Reichart (*The Structured Weighted Violation MIRA*,
 Appendix D) use.  Where scipy has the test (binomial, chi-square, Wilcoxon,
 t, Fisher's combination) scipy computes it.
 """
+from numbers import Real
 from typing import NamedTuple
 
 import numpy as np
@@ -82,8 +83,19 @@ def _check_counts(counts_a, counts_b):
     if a.ndim != 2 or a.shape[1] != 3 or a.shape != b.shape or a.shape[0] == 0:
         raise ValueError(f"counts_a and counts_b must be arrays of shape (n_sentences, 3), "
                          f"the same for both; got {a.shape} and {b.shape}")
-    if not (np.isfinite(a).all() and np.isfinite(b).all()) or (a < 0).any() or (b < 0).any():
-        raise ValueError("counts must be finite and non-negative")
+    for name, c in (("counts_a", a), ("counts_b", b)):
+        if not np.isfinite(c).all() or (c < 0).any() or (c != np.floor(c)).any():
+            raise ValueError(f"{name}: counts must be finite non-negative integers")
+        bad = np.flatnonzero((c[:, 0] > c[:, 1]) | (c[:, 0] > c[:, 2]))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"{name}[{i}]: {c[i, 0]:g} correct is more than the "
+                             f"{min(c[i, 1], c[i, 2]):g} predicted or true items: not chunk counts "
+                             "(each row is correct, predicted, true)")
+        # sums of resampled rows are exact in float64 only below 2**53
+        if c.sum() >= 2.0 ** 53:
+            raise ValueError(f"{name}: the counts sum to {c.sum():.3g}, beyond 2**53, where "
+                             "their sums are no longer exact")
     return a, b
 
 
@@ -304,6 +316,8 @@ def replicability_analysis(pvalues, *, alpha=0.05, method="bonferroni"):
     p = np.asarray(pvalues, dtype=np.float64)
     if p.ndim != 1 or p.size == 0 or not np.all((p > 0) & (p <= 1)):
         raise ValueError("pvalues must be a non-empty 1-D array of values in (0, 1]")
+    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, Real):
+        raise TypeError(f"alpha must be a real number in (0, 1); got {alpha!r}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
     if method not in ("bonferroni", "fisher"):
@@ -349,7 +363,12 @@ def fold_replicability_test(scores_a, scores_b, *, alpha=0.05, method="bonferron
         if a.shape != b.shape or a.ndim != 1 or a.size < 2:
             raise ValueError(f"fold {i}: scores_a and scores_b must be 1-D, paired, of at "
                              "least 2 items")
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            raise ValueError(f"fold {i}: scores must be finite")
+        if np.all(a == b):
+            pvalues.append(1.0)     # no difference at all (the t statistic is 0/0)
+            continue
         p = _st.ttest_rel(a, b, alternative="greater").pvalue
-        pvalues.append(1.0 if not np.isfinite(p) else max(float(p), np.finfo(float).tiny))
+        pvalues.append(max(float(p), np.finfo(float).tiny))
     pvalues = np.array(pvalues)
     return replicability_analysis(pvalues, alpha=alpha, method=method)[0], pvalues

@@ -181,3 +181,25 @@ def test_bad_counts_are_refused(bad):
         paired_randomization_test(bad, bad)
     with pytest.raises(ValueError, match="n_resamples"):
         paired_bootstrap_test(np.ones((2, 3)), np.ones((2, 3)), n_resamples=0)
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([[3, 2, 5], [1, 1, 1]], r"counts_a\[0\]: 3 correct is more than the 2"),    # F1 diff > 1
+    ([[1, 2, 0], [1, 1, 1]], r"counts_a\[0\]: 1 correct is more than the 0"),
+    ([[0.5, 1, 1], [1, 1, 1]], "integers"),
+    ([[1e300, 1e300, 1e300], [1, 1, 1]], "2\\*\\*53"),                           # overflowing sums
+])
+def test_counts_that_cannot_be_chunk_counts_are_refused(rows, message):
+    good = np.array([[1, 1, 1], [1, 1, 1]])
+    with pytest.raises(ValueError, match=message):
+        paired_randomization_test(rows, good, n_resamples=10, random_state=0)
+
+
+def test_alpha_of_the_wrong_type_and_nan_fold_scores_are_refused():
+    with pytest.raises(TypeError, match="alpha must be a real number"):
+        replicability_analysis([0.01, 0.2], alpha="0.05")
+    with pytest.raises(ValueError, match="fold 0: scores must be finite"):
+        fold_replicability_test([[0.5, np.nan, 0.2]], [[0.1, 0.2, 0.3]])
+    # identical scores: no difference at all, p = 1 (the t statistic is 0/0)
+    k, p = fold_replicability_test([[0.5, 0.4, 0.2]], [[0.5, 0.4, 0.2]])
+    assert k == 0 and p.tolist() == [1.0]
