@@ -106,6 +106,10 @@ def _parse_lines(lines, name, target_column, encoding, sep, n_columns, docstarts
     lineno = 0
     for lineno, line in enumerate(_text_lines(lines, name, encoding), 1):
         line = line.rstrip("\r\n")
+        if "\r" in line:
+            # CR-only line ends (old Mac files) read as one line of hundreds of columns
+            raise ValueError(f"{name}, line {lineno}: a carriage return (CR) inside the line; "
+                             "the file's lines must end in LF or CR LF")
         fields = _fields(line, sep)
         if not fields or fields[0] == _DOCSTART:
             if tokens:

@@ -214,8 +214,22 @@ def test_read_tab_separated_strips_spaces_around_fields(tmp_path):
     assert y == [["B-LOC", "O"], ["O"]]
 
 
+def test_a_carriage_return_inside_a_line_is_refused(tmp_path):
+    """A file with CR-only line ends read as one sentence of one token with
+    hundreds of columns (and the CLI trained on it); a raw CR in a line is
+    refused, naming the line."""
+    path = _write(tmp_path, "a NN B-NP\rb NN I-NP\r\rc VB B-VP\r", name="mac.txt")
+    with pytest.raises(ValueError, match=r"mac\.txt', line 1: a carriage return"):
+        read_conll(path)
+    with pytest.raises(ValueError, match="line 2: a carriage return"):
+        read_conll(io.StringIO("a NN O\nb\rc NN O\n"))
+    # CR LF line ends are line ends
+    assert read_conll(io.StringIO("a NN O\r\nb NN O\r\n")) == ([[("a", "NN"), ("b", "NN")]],
+                                                                 [["O", "O"]])
+
+
 @pytest.mark.parametrize("char", ["\xa0", "\u2028", "\u2029", "\x85", "\u3000", "\x0c",
-                                  "\x1c", "\u202f", "\r"])
+                                  "\x1c", "\u202f"])
 def test_read_splits_on_ascii_spaces_and_tabs_and_lines_on_newline_only(tmp_path, char):
     """Other whitespace and line breaks are characters of their word, so
     columns and line numbers are those a reader of the file sees."""
