@@ -224,8 +224,8 @@ class Tree:
         ------
         ValueError
             If a label or word contains whitespace or a parenthesis, or a word
-            is empty, so that the string could not be read back, or if the
-            tree contains itself.
+            or a label is empty, so that the string could not be read back as
+            the same tree, or if the tree contains itself.
         """
         _check_tree(self)
         parts = []
@@ -248,6 +248,11 @@ class Tree:
                         f"Label {node.label!r} contains whitespace or a parenthesis; it "
                         "cannot be written in bracket format."
                     )
+                if not node.label:
+                    # '( a)' reads back as a word, not a constituent, and an unlabelled
+                    # root as the treebank's outer bracket, which the reader removes
+                    raise ValueError("An empty label cannot be written in bracket format "
+                                     "(it would not read back as the same tree).")
                 parts.append((" (" if parts else "(") + node.label)
                 stack.append(None)
                 stack.extend(reversed(node.children))

@@ -169,6 +169,17 @@ def test_to_string_rejects_unwritable_tokens():
     assert "..." in repr(Tree("N P", [Tree("NN", ["a"])]))
 
 
+@pytest.mark.parametrize("tree", [Tree("S", [Tree("", ["a"]), Tree("NP", ["b"])]),
+                                  Tree("", [Tree("NP", ["b"])])])
+def test_an_empty_label_is_refused_by_the_writer(tree, tmp_path):
+    """write_ptb wrote '(S ( a) (NP b))', which does not read back (and an
+    unlabelled root reads back as its child)."""
+    with pytest.raises(ValueError, match="empty label"):
+        tree.to_string()
+    with pytest.raises(ValueError, match="empty label"):
+        write_ptb([tree], tmp_path / "out.mrg")
+
+
 # ---------------------------------------------------------------------------
 # Reading and writing
 # ---------------------------------------------------------------------------
