@@ -373,11 +373,17 @@ class ChainLearner(ChainTagger):
     #: Each family adds its own (``ChainLearner._TRAINING_STATE + (...)``).
     _TRAINING_STATE = ("_weights", "_rng", "_train_labels", "_train_lengths")
 
+    #: Caches rebuilt on demand (prediction's indexes): neither pickled nor
+    #: deep-copied (they may hold kernel objects that cannot be).
+    _CACHES = ()
+
     def __getstate__(self):
         state = super().__getstate__()
         if not (self.warm_start or state.get("_resumable", False)):
             for name in self._TRAINING_STATE:
                 state.pop(name, None)
+        for name in self._CACHES:
+            state.pop(name, None)
         return state
 
     def __copy__(self):
@@ -389,7 +395,8 @@ class ChainLearner(ChainTagger):
     def __deepcopy__(self, memo):
         new = type(self).__new__(type(self))
         memo[id(self)] = new
-        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        kept = {k: v for k, v in self.__dict__.items() if k not in self._CACHES}
+        new.__dict__.update(copy.deepcopy(kept, memo))
         return new
 
     def _check_resumable(self):

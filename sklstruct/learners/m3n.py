@@ -359,11 +359,8 @@ class M3NTagger(ChainLearner):
         self._index = None
 
     # -- prediction with support tokens --------------------------------------------
-    def __getstate__(self):
-        # the support index is a cache rebuilt on the first prediction
-        state = super().__getstate__()
-        state.pop("_index", None)
-        return state
+    #: the support index, rebuilt on the first prediction
+    _CACHES = ("_index",)
 
     def _support_index(self):
         """(ChainData of the support vectors, KernelState with all of them in

@@ -637,3 +637,27 @@ def test_smd_lambda_zero_is_refused_and_tiny_lambda_keeps_learning():
     model = M3NTagger(smd_lambda=1e-300, max_iter=5, random_state=0).fit(X, y)
     assert np.isfinite(model.coef_).all()
     assert min(h["eta_min"] for h in model.history_) > 0.03 / 2      # eta0 = 0.03
+
+
+def test_a_kernel_model_that_has_predicted_deep_copies():
+    """The support index cached by the first prediction holds kernel objects
+    that cannot be copied: deepcopy raised a raw Cython pickling error, also
+    for a Pipeline or a ConstrainedTagger holding the model."""
+    import copy
+
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from sklstruct import ConstrainedTagger
+
+    X, y = random_problem(n=20, seed=3)
+    model = M3NTagger(kernel="poly", max_iter=2, random_state=0).fit(X, y)
+    expected = model.predict(X)
+    for holder in (model, make_pipeline(FunctionTransformer(), model),
+                   ConstrainedTagger(model).fit(X, y)):
+        holder.predict(X)
+        twin = copy.deepcopy(holder)
+        for a, b in zip(twin.predict(X), holder.predict(X)):
+            np.testing.assert_array_equal(a, b)
+    for a, b in zip(copy.deepcopy(model).predict(X), expected):
+        np.testing.assert_array_equal(a, b)
