@@ -206,6 +206,11 @@ class ChainTagger(ConfidenceMixin, BaseEstimator):
         if not hasattr(self, "coef_"):
             raise ValueError(f"{type(self).__name__} with this kernel has no explicit "
                              "emission weights (coef_) to store in another dtype")
+        top = float(np.abs(self.coef_).max(initial=0.0))
+        if top > np.finfo(dtype).max:
+            # the copy would hold inf weights and predict other labels, silently
+            raise ValueError(f"dtype: the largest emission weight, {top:.3g}, is beyond "
+                             f"{dtype}'s range ({np.finfo(dtype).max:.3g}); keep float64")
         new = copy.copy(self)
         for name in getattr(self, "_TRAINING_STATE", ()):
             new.__dict__.pop(name, None)

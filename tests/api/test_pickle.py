@@ -189,6 +189,20 @@ def test_astype_refusals(corpus):
         kernel.astype(np.float32)
 
 
+def test_astype_refuses_weights_beyond_the_dtype_range():
+    """float32 turned weights above its range into inf, and the copy predicted
+    other labels with no error."""
+    import scipy.sparse as sp
+
+    X = [sp.csr_matrix(np.array([[1e45, 0.0], [0.0, 1e45]]))] * 3
+    y = [["a", "b"]] * 3
+    model = StructuredPerceptronTagger(max_iter=1, random_state=0).fit(X, y)
+    assert np.abs(model.coef_).max() > np.finfo(np.float32).max
+    with pytest.raises(ValueError, match="beyond float32's range"):
+        model.astype(np.float32)
+    assert model.astype(np.float64).predict(X)[0].tolist() == ["a", "b"]
+
+
 def test_astype_copies_are_independent(corpus):
     Xtr, ytr, _ = corpus
     model = StructuredPerceptronTagger(max_iter=1, random_state=0).fit(Xtr, ytr)
