@@ -322,6 +322,18 @@ class F1MaxMarginParser(JointFeatureMap, BaseParser):
         -------
         self
         """
+        # fit replaces the grammar, the feature maps and the weights one after
+        # the other: a failure part way (a bad lexical template, an interrupt)
+        # must leave the parser as it was, not a new grammar with old weights
+        before = dict(self.__dict__)
+        try:
+            return self._fit(X, y)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+
+    def _fit(self, X, y):
         tic = time.perf_counter()
         self.features_ = self._feature_sets()
         prepared = self._prepare(X, y)

@@ -661,3 +661,18 @@ def test_real_treebank_tagged_trains_to_convergence():
     # measured: 0.786 (PCFGParser on the same split: 0.781); training 0.949
     assert parseval(test, parser.predict(X_test))["f1"] > 0.74
     assert parser.score(X, train) > 0.92
+
+
+def test_a_failed_fit_leaves_the_parser_as_it_was():
+    """A bad lexical template failed after fit had replaced the grammar but
+    not the weights: predict then failed inside numpy."""
+    X, trees = toy()
+    parser = F1MaxMarginParser(C=10, max_iter=3).fit(X, trees)
+    before = {k: v for k, v in vars(parser).items() if k.endswith("_")}
+    expected = parser.predict(X)
+    with pytest.raises(ValueError, match="template"):
+        parser.set_params(lexical_features=["nonsense("]).fit(X[:2], trees[:2])
+    after = {k: v for k, v in vars(parser).items() if k.endswith("_")}
+    assert after.keys() == before.keys()
+    assert all(after[k] is before[k] for k in before)
+    assert parser.predict(X) == expected
