@@ -194,6 +194,8 @@ class SpanFeatures:
         """The span and split-point matrices of one sentence's codes."""
         parts = {False: ([], []), True: ([], [])}
         for name, vals in self.values_.items():
+            if not len(vals):
+                continue      # a template that fit never saw fire (one-word sentences)
             c = codes[name]
             pos = np.minimum(np.searchsorted(vals, c), len(vals) - 1)
             hit = vals[pos] == c

@@ -676,3 +676,12 @@ def test_a_failed_fit_leaves_the_parser_as_it_was():
     assert after.keys() == before.keys()
     assert all(after[k] is before[k] for k in before)
     assert parser.predict(X) == expected
+
+
+def test_trained_on_one_word_trees_it_parses_a_longer_sentence():
+    """Span templates that never fired in fit (no spans of two words) made
+    SpanFeatures index an empty vocabulary: IndexError instead of a tree."""
+    trees = [Tree.fromstring(s) for s in ["(S (NN dog))", "(S (VB run))", "(S (NN cat))"]]
+    parser = F1MaxMarginParser(C=10, max_iter=3).fit([t.leaves() for t in trees], trees)
+    (tree,) = parser.predict([["dog", "run", "cat"]])
+    assert tree.leaves() == ["dog", "run", "cat"] and tree.label == "S"
