@@ -200,6 +200,8 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
     def _set_templates(self, instances, n_features_out):
         self._instances = instances
         self._boundary = self.boundary
+        # transform keeps the fitted mode and width, whatever set_params says later
+        self._hashing = bool(self.hashing)
         self.templates_ = [name for name, _ in instances]
         self.n_features_out_ = n_features_out
 
@@ -207,9 +209,9 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
 
     def _lookup(self, names):
         """Column of each feature name, -1 for names outside the vocabulary."""
-        if self.hashing:
+        if self._hashing:
             hasher = FeatureHasher(
-                self.n_features, input_type="string", alternate_sign=False
+                self.n_features_out_, input_type="string", alternate_sign=False
             )
             # surrogatepass: a lone surrogate (e.g. from a file read with
             # errors="surrogateescape") hashes instead of failing to encode.
@@ -236,6 +238,10 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         indptr = np.zeros(corpus.n_tokens + 1, dtype=np.int64)
         np.cumsum(present.sum(axis=1), out=indptr[1:])
         n_out = self.n_features_out_
+        if present.any() and table.max() >= n_out:
+            # the stacked matrix is trusted by the kernels: it must not name a
+            # column beyond its width
+            raise RuntimeError(f"feature column {table.max()} beyond the fitted width {n_out}")
         matrix = sp.csr_matrix(
             (np.ones(int(indptr[-1])), table[present], indptr),
             shape=(corpus.n_tokens, n_out),
@@ -317,7 +323,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             Name of each column (vocabulary mode only).
         """
         check_is_fitted(self, "templates_")
-        if self.hashing:
+        if self._hashing:
             raise ValueError(
                 "get_feature_names_out is not available with hashing=True: "
                 "hashed columns have no names."

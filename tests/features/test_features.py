@@ -818,3 +818,28 @@ def test_position_flags_are_not_window_expanded():
     X = [[("He", "PRP"), ("reckons", "VBZ")]]
     vec.fit(X)
     assert vec.templates_ == ["word[-1]", "word", "word[+1]", "is_first", "is_last"]
+
+
+def test_transform_keeps_the_fitted_mode_and_width_after_set_params():
+    """hashing or n_features changed by set_params after fit: transform hashed
+    with the new settings into a matrix of the fitted width, marked trusted,
+    and the tagger read outside coef_ (a segfault in a pipeline's predict)."""
+    from sklearn.pipeline import make_pipeline
+
+    from sklstruct import StructuredPerceptronTagger
+
+    X = [[("He", "PRP"), ("reckons", "VBZ")], [("the", "DT"), ("deficit", "NN")]] * 5
+    y = [["B-NP", "B-VP"], ["B-NP", "I-NP"]] * 5
+    for fitted, later in ((dict(hashing=False), dict(hashing=True, n_features=2**20)),
+                          (dict(hashing=True, n_features=16), dict(n_features=2**20)),
+                          (dict(hashing=True, n_features=16), dict(hashing=False))):
+        pipe = make_pipeline(SequenceVectorizer(["word", "pos"], **fitted),
+                             StructuredPerceptronTagger(max_iter=2, random_state=0)).fit(X, y)
+        vec = pipe[0]
+        expected = vec.transform(X)
+        width = vec.n_features_out_
+        vec.set_params(**later)
+        got = vec.transform(X)
+        assert got.matrix.shape[1] == width
+        assert (got.matrix != expected.matrix).nnz == 0
+        assert [p.tolist() for p in pipe.predict(X)] == y
