@@ -389,8 +389,10 @@ class M3NTagger(ChainLearner):
         kernel = KernelFunction(*self._kernel)
 
         def block(a, b):
-            # each thread its own scratch (the index arrays are shared, read only)
-            mine = ks if len(ranges) == 1 else getattr(scratch, "ks", None)
+            # each thread of each call its own scratch (the index arrays are
+            # shared, read only): the cached index's own scratch would be shared
+            # by callers' threads predicting at once, with the GIL released
+            mine = getattr(scratch, "ks", None)
             if mine is None:
                 mine = scratch.ks = ks.thread_copy()
             E[offsets[a]:offsets[b]] = kernel_emissions(

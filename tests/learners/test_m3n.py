@@ -661,3 +661,18 @@ def test_a_kernel_model_that_has_predicted_deep_copies():
             np.testing.assert_array_equal(a, b)
     for a, b in zip(copy.deepcopy(model).predict(X), expected):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_kernel_model_predicts_from_several_threads_at_once():
+    """One-range predictions used the cached support index's scratch, shared
+    by callers' threads with the GIL released: wrong labels, and later serial
+    predictions changed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    X, y = random_problem(n=60, seed=4)
+    model = M3NTagger(kernel="poly", max_iter=2, random_state=0).fit(X, y)
+    expected = [p.tolist() for p in model.predict(X)]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: [p.tolist() for p in model.predict(X)], range(64)))
+    assert all(r == expected for r in results)
+    assert [p.tolist() for p in model.predict(X)] == expected
