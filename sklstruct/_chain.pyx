@@ -111,17 +111,16 @@ def _physical_memory():
 MAX_ALLOC_BYTES = _physical_memory()
 
 
-def check_alloc(what, *factors):
-    """Raise MemoryError naming ``what`` if the product of ``factors`` (a byte
-    count) exceeds ``MAX_ALLOC_BYTES``; computed with Python integers, so it
-    cannot wrap."""
+def check_alloc(what, *factors, remedy="use a smaller k or split long sentences"):
+    """Raise MemoryError naming ``what`` and its ``remedy`` if the product of
+    ``factors`` (a byte count) exceeds ``MAX_ALLOC_BYTES``; computed with Python
+    integers, so it cannot wrap."""
     total = 1
     for f in factors:
         total *= int(f)
     if total > MAX_ALLOC_BYTES:
         raise MemoryError(f"{what} would need {total / 2**30:.1f} GiB, more than this "
-                          f"machine's {MAX_ALLOC_BYTES / 2**30:.1f} GiB; use a smaller k or "
-                          "split long sentences")
+                          f"machine's {MAX_ALLOC_BYTES / 2**30:.1f} GiB; {remedy}")
     return total
 
 
@@ -217,7 +216,9 @@ cdef class ChainWeights:
         if order not in (1, 2):
             raise ValueError(f"order must be 1 or 2; got {order}")
         cdef Py_ssize_t n_rows = n_labels + 2 + (n_labels * n_labels if order == 2 else 0)
-        check_alloc("the weights", n_features + n_rows, n_labels, 8, 2 if average else 1)
+        check_alloc(f"the weights ({n_features} features x {n_labels} labels)",
+                    n_features + n_rows, n_labels, 8, 2 if average else 1,
+                    remedy="use fewer feature columns (a hashing vectorizer's n_features)")
         self.order = order
         self.W = np.zeros((n_features, n_labels))
         self.P = np.zeros((n_rows, n_labels))

@@ -58,6 +58,29 @@ class TokenTransformer(_SentencesOut, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         data = as_stacked(X, self.n_features_in_)
-        Z = self.transformer_.transform(data.matrix)
-        Z = sp.csr_matrix(Z, dtype=np.float64)
-        return StackedSentences(Z, data.offsets, data.keys)
+        return StackedSentences(self._checked(self.transformer_.transform(data.matrix), data),
+                                data.offsets, data.keys)
+
+    def _checked(self, Z, data):
+        """The transformer's output as a CSR matrix of one finite row per
+        token; what is wrong is said of the transformer and of X's sentences,
+        not of the stacked matrix it was given."""
+        name = f"transformer {type(self.transformer_).__name__}"
+        n_tokens = data.matrix.shape[0]
+        if not sp.issparse(Z) and np.ndim(Z) != 2:
+            raise ValueError(f"{name} returned an array of {np.ndim(Z)} dimension(s) for "
+                             f"{n_tokens} tokens; expected a matrix with one row per token")
+        try:
+            Z = sp.csr_matrix(Z, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} returned values that are not real numbers ({exc})") from None
+        if Z.shape[0] != n_tokens:
+            raise ValueError(f"{name} returned {Z.shape[0]} rows for {n_tokens} tokens; "
+                             "expected one row per token")
+        bad = np.flatnonzero(~np.isfinite(Z.data))
+        if bad.size:
+            row = int(np.searchsorted(Z.indptr, bad[0], side="right") - 1)
+            i = int(np.searchsorted(data.offsets, row, side="right") - 1)
+            raise ValueError(f"{name} returned a non-finite value for X[{i}], token "
+                             f"{row - int(data.offsets[i])}")
+        return Z

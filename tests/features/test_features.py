@@ -843,3 +843,44 @@ def test_transform_keeps_the_fitted_mode_and_width_after_set_params():
         assert got.matrix.shape[1] == width
         assert (got.matrix != expected.matrix).nnz == 0
         assert [p.tolist() for p in pipe.predict(X)] == y
+
+
+def test_token_transformer_names_the_transformer_and_the_sentence():
+    """A transformer that returned the wrong shape or non-finite values was
+    reported against internal objects ('offsets: must start at 0 ...',
+    'matrix, token 0')."""
+    import scipy.sparse as sp
+    from sklearn.preprocessing import FunctionTransformer
+
+    from sklstruct import TokenTransformer
+
+    X = [sp.csr_matrix(np.ones((2, 3))), sp.csr_matrix(np.ones((1, 3)))]
+
+    def nan_at_last(a):
+        z = np.ones((3, 2))
+        z[2, 1] = np.nan
+        return z
+
+    for f, error, message in (
+            (lambda a: np.zeros((1, 2)), ValueError, "FunctionTransformer returned 1 rows for 3"),
+            (lambda a: np.zeros(3), ValueError, "1 dimension"),
+            (nan_at_last, ValueError, r"non-finite value for X\[1\], token 0"),
+            (lambda a: np.array([["x", "y"]] * 3), TypeError, "not real numbers")):
+        with pytest.raises(error, match=message):
+            TokenTransformer(FunctionTransformer(f)).fit_transform(X)
+    Z = TokenTransformer(FunctionTransformer(lambda a: a * 2)).fit_transform(X)
+    assert Z[1].toarray().tolist() == [[2.0, 2.0, 2.0]]
+
+
+def test_a_too_wide_hashing_vectorizer_is_named_as_the_cause_of_a_memory_error():
+    """The weights of 2**31 - 1 hashed columns: the MemoryError hinted at k
+    and sentence length, not at the width."""
+    from sklearn.pipeline import make_pipeline
+
+    from sklstruct import StructuredPerceptronTagger
+
+    X, y = [[("a", "b"), ("c", "d")]] * 3, [["A", "B"]] * 3
+    pipe = make_pipeline(SequenceVectorizer(["word"], hashing=True, n_features=2**31 - 1),
+                         StructuredPerceptronTagger(max_iter=1))
+    with pytest.raises(MemoryError, match=r"2147483647 features x 2 labels.*n_features"):
+        pipe.fit(X, y)
