@@ -8,27 +8,40 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_sentence_list
+from .._validation import MAX_ABS_FEATURE, check_sentence_list
 from ..chain import StackedSentences
 from ._base import _SentencesOut
 
 
-def _item_features(item, prefix, where, out):
+#: Deepest nesting of dicts and lists in a token's features: python-crfsuite's
+#: formats nest a level or two; deeper is a structure that contains itself.
+_MAX_DEPTH = 100
+
+
+def _item_features(item, prefix, where, out, depth=0):
     """Add the (name, value) attributes of one token's features to ``out``,
     named as python-crfsuite names them (see :class:`DictSequenceVectorizer`)."""
+    if depth > _MAX_DEPTH:
+        raise ValueError(f"{where}: features nested deeper than {_MAX_DEPTH} levels (under "
+                         f"{prefix[:60]!r}...): a dict or list that contains itself?")
     if isinstance(item, Mapping):
         for key, value in item.items():
             name = prefix + str(key)
             if isinstance(value, str):
                 out[f"{name}={value}"] = out.get(f"{name}={value}", 0.0) + 1.0
             elif isinstance(value, (bool, np.bool_, Integral, float, np.floating)):
-                value = float(value)
-                if not np.isfinite(value):
+                try:
+                    value = float(value)
+                except OverflowError:
+                    raise ValueError(f"{where}: feature {name!r} has an integer value too "
+                                     "large for a float") from None
+                if not np.isfinite(value) or abs(value) > MAX_ABS_FEATURE:
                     raise ValueError(f"{where}: feature {name!r} has the value {value}; "
-                                     "values must be finite")
+                                     f"values must be finite and at most {MAX_ABS_FEATURE:g} "
+                                     "in absolute value (scale the features)")
                 out[name] = out.get(name, 0.0) + value
             elif isinstance(value, (Mapping, list, tuple, set, frozenset)):
-                _item_features(value, name + ":", where, out)
+                _item_features(value, name + ":", where, out, depth + 1)
             else:
                 raise TypeError(f"{where}: feature {name!r} has a value of type "
                                 f"{type(value).__name__}; expected str, a number, a bool, a "
@@ -117,6 +130,9 @@ class DictSequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
     def _fit_items(self, items):
         from sklearn.feature_extraction import DictVectorizer
 
+        if not any(items):
+            raise ValueError("X: no token has a feature (every dict is empty); nothing to "
+                             "learn a vocabulary from")
         vectorizer = DictVectorizer(sort=self.sort).fit(items)
         self.vectorizer_ = vectorizer
         self.vocabulary_ = vectorizer.vocabulary_

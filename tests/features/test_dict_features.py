@@ -120,3 +120,25 @@ def test_pipeline_clone_and_cross_validation():
     scores = cross_val_score(clone(model), dicts, y, cv=2, scoring=get_scorer("chunk_f1"),
                              error_score="raise")
     assert np.all(scores > 0.5)
+
+
+def test_hostile_feature_dicts_get_errors_that_name_the_token_and_feature():
+    """An int too large for a float raised OverflowError without a place; a value
+    above 1e100 was reported against the stacked matrix ('matrix, token 3');
+    all-empty dicts gave 'matrix: has 0 features'; a self-containing or
+    3,000-deep nested dict gave RecursionError."""
+    selfish = {}
+    selfish["me"] = selfish
+    deep = cur = {}
+    for _ in range(3000):
+        cur["k"] = {}
+        cur = cur["k"]
+    cases = [([[{"a": 1}, {"a": 10**400}]], r"X\[0\]\[1\]: feature 'a' has an integer value"),
+             ([[{"a": 1}], [{"a": 1}, {"b": {"c": 1e101}}]],
+              r"X\[1\]\[1\]: feature 'b:c' has the value 1e\+101"),
+             ([[{}, {}], [{}]], "no token has a feature"),
+             ([[selfish]], r"X\[0\]\[0\]: features nested deeper than 100 levels"),
+             ([[{"a": 1}, deep]], r"X\[0\]\[1\]: features nested deeper")]
+    for X, message in cases:
+        with pytest.raises(ValueError, match=message):
+            DictSequenceVectorizer().fit(X)
