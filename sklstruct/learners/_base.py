@@ -269,13 +269,23 @@ class ChainTagger(ConfidenceMixin, BaseEstimator):
         (``then``: see :meth:`_viterbi`)."""
         c = data.chain_data()
         W, P = self._decoding_weights()
-        return self._viterbi(c.indptr, c.indices, c.data, c.offsets, W, P, then=then)
+        return self._viterbi(c.indptr, c.indices, c.data, c.offsets, W, P, c.n_features,
+                             then=then)
 
-    def _viterbi(self, indptr, indices, values, offsets, W, P, allowed=None, then=None):
+    def _viterbi(self, indptr, indices, values, offsets, W, P, n_columns, allowed=None,
+                 then=None):
         """decode_corpus over blocks of sentences in ``n_jobs`` threads
         (``allowed``: the labels each row may take, see decode_corpus);
         ``then(codes, start, stop)``, if given, runs in the thread of each
-        block of sentences once they are decoded."""
+        block of sentences once they are decoded.  ``n_columns``: the
+        columns the rows were validated against, which W must have."""
+        if W.shape[0] != n_columns:
+            # the rows were checked against n_features_in_, W read from coef_
+            # later: a fit in another thread may have replaced one of them
+            # (the kernel reads W at the rows' column indices, unchecked)
+            raise RuntimeError(f"the weights have {W.shape[0]} feature rows but the data "
+                               f"{n_columns} columns: was the model refitted while it "
+                               "predicted?")
         order = chain_order(P, W.shape[1])
         out = np.empty(offsets[-1], dtype=np.int32)
 
@@ -290,7 +300,8 @@ class ChainTagger(ConfidenceMixin, BaseEstimator):
         """Viterbi codes of emission scores E (n_tokens, n_labels) given as
         they are: decode_corpus on the identity matrix with W = E."""
         return self._viterbi(*_identity(E.shape[0]), offsets,
-                             np.ascontiguousarray(E, dtype=np.float64), P, then=then)
+                             np.ascontiguousarray(E, dtype=np.float64), P, E.shape[0],
+                             then=then)
 
     def _emissions(self, data):
         """(E, P): the emission scores of every token (n_tokens, n_labels) and

@@ -278,7 +278,8 @@ class ConstrainedTagger(ChainTagger):
             if self._word_labels is None or chain_order(P, W.shape[1]) == 1:
                 c = data.chain_data()
                 return self._viterbi(c.indptr, c.indices, c.data, c.offsets, W, P,
-                                     allowed=self._allowed_lists(data), then=then)
+                                     c.n_features, allowed=self._allowed_lists(data),
+                                     then=then)
         # a kernel model or a second-order chain: the masked emission scores
         return self._decode_emissions(*self._emissions(data), data.offsets, then)
 

@@ -169,3 +169,54 @@ def test_prediction_ranges_cover_the_sentences_in_shrinking_ranges(n_jobs, n_sen
         assert share - 2 * longest < size < share + 2 * longest
     assert all(b <= a + 2 * longest for a, b in zip(sizes, sizes[1:]))
     assert len(ranges) <= 2 * k * np.log(total) + total / 2048
+
+
+def test_predict_refuses_weights_narrower_than_the_validated_data():
+    """A fresh fit publishes classes_ and n_features_in_ at its start and coef_
+    at its end: a predict in another thread validated X against the new width
+    and decoded with the old, narrow weights (out-of-bounds reads: a segfault).
+    The kernel's gate now checks the weights against the validated columns."""
+    import scipy.sparse as sp
+
+    from sklstruct import StructuredPerceptronTagger
+
+    rng = np.random.default_rng(0)
+    X = [sp.csr_matrix(rng.random((4, 3))) for _ in range(5)]
+    y = [np.array(["a", "b", "a", "b"])] * 5
+    model = StructuredPerceptronTagger(max_iter=1, random_state=0).fit(X, y)
+    model.n_features_in_ = 50_000               # what a concurrent fit's start publishes
+    wide = [sp.csr_matrix(([1.0], ([0], [49_999])), shape=(1, 50_000))]
+    with pytest.raises(RuntimeError, match="refitted while it predicted"):
+        model.predict(wide)
+
+
+def test_predict_during_refits_in_another_thread_never_crashes():
+    import threading
+
+    import scipy.sparse as sp
+
+    from sklstruct import StructuredPerceptronTagger
+
+    rng = np.random.default_rng(1)
+    narrow = [sp.csr_matrix(rng.random((5, 3))) for _ in range(20)]
+    wide = [sp.csr_matrix(rng.random((5, 3000))) for _ in range(20)]
+    y = [np.array(["a", "b", "c", "a", "b"])] * 20
+    model = StructuredPerceptronTagger(max_iter=1, random_state=0).fit(narrow, y)
+    stop, failures = threading.Event(), []
+
+    def refit():
+        for i in range(30):
+            model.fit(wide if i % 2 == 0 else narrow, y)
+        stop.set()
+
+    thread = threading.Thread(target=refit)
+    thread.start()
+    while not stop.is_set():
+        for X in (narrow, wide):
+            try:
+                for labels in model.predict(X):
+                    assert set(labels) <= {"a", "b", "c"}
+            except (ValueError, RuntimeError) as exc:   # caught mid-fit: a clear error
+                failures.append(str(exc))
+    thread.join()
+    assert all(failures), failures
