@@ -30,17 +30,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 
-def median_time(fn, reps):
-    times = []
-    for _ in range(reps):
-        tic = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - tic)
-    return float(np.median(times))
-
-
 def timing(args):
     import sklstruct as ss
+    from bench_datapath import median_time
     from check_identical import DATA, _configs
     from sklstruct.datasets import load_treebank, read_conll
 
@@ -52,9 +44,8 @@ def timing(args):
     Ftr = vec.fit_transform(Xtr)
     res["transform(test)"] = median_time(lambda: vec.transform(Xte), args.reps)
     Fte = vec.transform(Xte)
-    for name, est in _configs():
-        n = 150 if est.__dict__.pop("_small", False) else len(ytr)
-        est.__dict__.pop("_marg", None)
+    for name, est, marks in _configs():
+        n = 150 if marks.get("small") else len(ytr)
         tic = time.perf_counter()
         est.fit(Ftr[:n], ytr[:n])
         res[f"{name} fit"] = time.perf_counter() - tic

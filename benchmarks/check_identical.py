@@ -19,7 +19,6 @@ import json
 import os
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -76,15 +75,14 @@ def run(args):
         Fte = vec.transform(Xte)
         results[f"{corpus}/features"] = {"train": digest([Ftr.matrix.data, Ftr.matrix.indices, Ftr.matrix.indptr, np.asarray(Ftr.offsets)]),
                                          "test": digest([Fte.matrix.data, Fte.matrix.indices, Fte.matrix.indptr, np.asarray(Fte.offsets)])}
-        for name, est in _configs():
+        for name, est, marks in _configs():
             if corpus == "esp" and name not in ("perceptron", "pa", "crf_log", "m3n_sgd", "sdm"):
                 continue
-            small = est.__dict__.pop("_small", False)
-            n = 60 if small else len(ytr)
-            marg = est.__dict__.pop("_marg", False)
+            n = 60 if marks.get("small") else len(ytr)
             tic = time.perf_counter()
             est.fit(Ftr[:n], ytr[:n])
-            results[f"{corpus}/{name}"] = fingerprint(est, Fte, yte, marginals=marg)
+            results[f"{corpus}/{name}"] = fingerprint(est, Fte, yte,
+                                                      marginals=marks.get("marginals", False))
             print(f"{corpus}/{name}: {time.perf_counter() - tic:.1f}s", file=sys.stderr)
     results.update(parser_results())
     with open(args.out, "w") as f:
@@ -92,8 +90,9 @@ def run(args):
 
 
 def _configs():
-    """chain_configs with the private markers turned into attributes (the
-    constructors take no extra keywords)."""
+    """(name, unfitted estimator, marks) of every configuration; marks:
+    ``small`` (kernel M3N: fit on fewer sentences), ``marginals`` (compare
+    ``predict_marginals`` too)."""
     import sklstruct as ss
 
     m3n = getattr(ss, "M3NTagger", None) or ss.M3NSGDTagger
@@ -112,21 +111,17 @@ def _configs():
         ("m3n_sgd_avg", m3n(max_iter=3, average=True, random_state=0), {}),
         ("m3n_smo", m3n(solver="smo", **small), {}),
         ("m3n_working_set", m3n(solver="working_set", **small), {}),
-        ("m3n_poly_sgd", m3n(kernel="poly", degree=2, **small), {"_small": True}),
-        ("m3n_poly_smo", m3n(kernel="poly", degree=2, solver="smo", **small), {"_small": True}),
-        ("m3n_tanh_sgd", m3n(kernel="tanh", gamma=0.1, **small), {"_small": True}),
+        ("m3n_poly_sgd", m3n(kernel="poly", degree=2, **small), {"small": True}),
+        ("m3n_poly_smo", m3n(kernel="poly", degree=2, solver="smo", **small), {"small": True}),
+        ("m3n_tanh_sgd", m3n(kernel="tanh", gamma=0.1, **small), {"small": True}),
         ("crf_order2", ss.CRFTagger(order=2, max_iter=10), {}),
         ("boosting", ss.SequenceBoostingTagger(n_rounds=20), {}),
         ("mixing", ss.ParameterMixingTagger(perceptron(random_state=0), n_shards=2, max_iter=2), {}),
         ("constrained", ss.ConstrainedTagger(perceptron(max_iter=2, random_state=0)), {}),
     ]
     for loss in ("log", "exp", "pointwise_log", "pointwise_exp"):
-        table.append((f"crf_{loss}", ss.CRFTagger(loss=loss, max_iter=15), {"_marg": True}))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for name, est, marks in table:
-            est.__dict__.update(marks)
-            yield name, est
+        table.append((f"crf_{loss}", ss.CRFTagger(loss=loss, max_iter=15), {"marginals": True}))
+    return table
 
 
 def parser_results():
