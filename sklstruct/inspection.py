@@ -16,6 +16,8 @@ import numpy as np
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
+from ._publish import snapshot
+
 __all__ = ["state_features", "transition_features", "top_state_features", "format_weights"]
 
 
@@ -30,6 +32,8 @@ def _tagger_and_names(model, feature_names):
                 feature_names = None
     else:
         tagger = model
+    # the weights and labels of one model, should another thread refit it
+    tagger = snapshot(tagger)
     check_is_fitted(tagger, "transition_coef_")
     if not hasattr(tagger, "coef_"):
         # a kernel M3N, or a meta-estimator around one (which has no ``kernel``)
@@ -82,7 +86,7 @@ def transition_features(model):
     -------
     dict
     """
-    tagger = model.steps[-1][1] if isinstance(model, Pipeline) else model
+    tagger = snapshot(model.steps[-1][1] if isinstance(model, Pipeline) else model)
     check_is_fitted(tagger, "transition_coef_")
     classes = tagger.classes_
     return {(classes[a], classes[b]): float(tagger.transition_coef_[a, b])

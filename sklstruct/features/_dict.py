@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
+from .._publish import publishes, reads_model
 from .._validation import MAX_ABS_FEATURE, check_sentence_list
 from ..chain import StackedSentences
 from ._base import _SentencesOut
@@ -111,6 +112,7 @@ class DictSequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             offsets.append(len(items))
         return items, np.array(offsets, dtype=np.int64)
 
+    @publishes
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Learn the attribute vocabulary.
@@ -138,6 +140,7 @@ class DictSequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         self.vocabulary_ = vectorizer.vocabulary_
         self.n_features_out_ = len(vectorizer.vocabulary_)
 
+    @publishes
     def fit_transform(self, X, y=None):
         """:meth:`fit` then :meth:`transform`, reading the dicts once."""
         self._validate_params()
@@ -145,6 +148,7 @@ class DictSequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         self._fit_items(items)
         return self._stack(items, offsets)
 
+    @reads_model
     def transform(self, X):
         """The feature matrices of the sentences.
 
@@ -167,6 +171,7 @@ class DictSequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         matrix.sort_indices()
         return StackedSentences(matrix, offsets)
 
+    @reads_model
     def get_feature_names_out(self, input_features=None):
         """Attribute names of the output columns (CRFsuite's attribute names)."""
         check_is_fitted(self, "vectorizer_")

@@ -10,6 +10,7 @@ from sklearn.feature_extraction import FeatureHasher
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._publish import publishes, reads_model
 from ..chain import StackedSentences
 from ._base import _SentencesOut
 from ._templates import _MAX_OFFSET, _parse_templates
@@ -118,6 +119,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             )
         return _parse_templates(self.templates, self.window)
 
+    @publishes
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Learn the template instances and the vocabulary of features.
@@ -137,6 +139,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         self._fit(_Corpus(X, self.boundary))
         return self
 
+    @publishes
     @_fit_context(prefer_skip_nested_validation=True)
     def fit_transform(self, X, y=None):
         """Fit to ``X`` and transform it, computing the features once.
@@ -251,6 +254,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         return StackedSentences._trusted(matrix, corpus.starts.astype(np.int64),
                                          corpus.word_keys())
 
+    @reads_model
     def transform(self, X):
         """Compute the feature matrix of each sentence.
 
@@ -272,6 +276,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         columns = [corpus.template(name, atoms) for name, atoms in self._instances]
         return self._assemble(corpus, columns)
 
+    @reads_model
     def token_features(self, X):
         """Feature names of every token, exactly as indexed by ``transform``.
 
@@ -309,6 +314,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         starts = corpus.starts.tolist()
         return [flat[a:b] for a, b in zip(starts[:-1], starts[1:])]
 
+    @reads_model
     def get_feature_names_out(self, input_features=None):
         """Feature names of the output columns.
 

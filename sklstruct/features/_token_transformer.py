@@ -5,6 +5,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
+from .._publish import publishes, reads_model
 from ..chain import StackedSentences, as_stacked
 from ._base import _SentencesOut
 
@@ -39,6 +40,7 @@ class TokenTransformer(_SentencesOut, TransformerMixin, BaseEstimator):
     def __init__(self, transformer):
         self.transformer = transformer
 
+    @publishes
     def fit(self, X, y=None):
         """Fit the transformer on the tokens of all sentences of ``X``."""
         if not (hasattr(self.transformer, "fit") and hasattr(self.transformer, "transform")):
@@ -49,6 +51,7 @@ class TokenTransformer(_SentencesOut, TransformerMixin, BaseEstimator):
         self.n_features_in_ = data.n_features
         return self
 
+    @reads_model
     def transform(self, X):
         """The sentences of ``X`` with every token mapped by the transformer.
 

@@ -27,6 +27,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from .._publish import publishes, reads_model
 from .._chain import ChainWeights, check_alloc
 from .._parallel import block_ranges, guided_ranges, run
 from .._validation import (MAX_K, N_JOBS_CONSTRAINT, check_classes, check_k,
@@ -176,6 +177,7 @@ class ChainTagger(ConfidenceMixin, BaseEstimator):
                 pack_chain(self.transition_coef_, self.start_coef_, self.end_coef_,
                            self.trigram_coef_))
 
+    @reads_model
     def astype(self, dtype):
         """A copy of the fitted tagger with its emission weights stored as ``dtype``.
 
@@ -222,6 +224,7 @@ class ChainTagger(ConfidenceMixin, BaseEstimator):
         new.coef_ = np.array(self.coef_, dtype=dtype, order="F")
         return new
 
+    @reads_model
     def predict(self, X):
         """Most likely label sequence of each sentence (Viterbi).
 
@@ -309,6 +312,7 @@ class ChainTagger(ConfidenceMixin, BaseEstimator):
         W, P = self._decoding_weights()
         return np.asarray(data.matrix @ W), P
 
+    @reads_model
     def predict_kbest(self, X, k=5):
         """The ``k`` best label sequences of each sentence, with their scores.
 
@@ -351,6 +355,7 @@ class ChainTagger(ConfidenceMixin, BaseEstimator):
                 for r in part]
 
 
+    @reads_model
     def score(self, X, y):
         """Token accuracy of ``predict(X)`` against ``y`` (sklearn's classifier
         convention, counted over tokens).  Use :mod:`sklstruct.metrics` scorers
@@ -389,17 +394,11 @@ class ChainLearner(ChainTagger):
     #: Each family adds its own (``ChainLearner._TRAINING_STATE + (...)``).
     _TRAINING_STATE = ("_weights", "_rng", "_train_labels", "_train_lengths")
 
-    #: Caches rebuilt on demand (prediction's indexes): neither pickled nor
-    #: deep-copied (they may hold kernel objects that cannot be).
-    _CACHES = ()
-
     def __getstate__(self):
         state = super().__getstate__()
         if not (self.warm_start or state.get("_resumable", False)):
             for name in self._TRAINING_STATE:
                 state.pop(name, None)
-        for name in self._CACHES:
-            state.pop(name, None)
         return state
 
     def __copy__(self):
@@ -411,8 +410,7 @@ class ChainLearner(ChainTagger):
     def __deepcopy__(self, memo):
         new = type(self).__new__(type(self))
         memo[id(self)] = new
-        kept = {k: v for k, v in self.__dict__.items() if k not in self._CACHES}
-        new.__dict__.update(copy.deepcopy(kept, memo))
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
 
     def _check_resumable(self):
@@ -485,48 +483,43 @@ class ChainLearner(ChainTagger):
         label codes; ``publish=False`` leaves the public weights for a later
         :meth:`_publish` (a caller running epochs one at a time); ``final``:
         publish for a fit that was not asked to continue (see
-        :meth:`_prediction_weights`)."""
-        saved = dict(self.__dict__)
-        try:
-            if not continuing:
-                for name in self._TRAINING_STATE:      # of an earlier fit
-                    self.__dict__.pop(name, None)
-                weights = ChainWeights(self._weight_features(data), len(classes),
-                                       bool(self.average), int(self.order))
-                state = {"_weights": weights, "_rng": check_random_state(self.random_state),
-                         "classes_": classes, "n_features_in_": data.n_features,
-                         "n_iter_": 0, "history_": []}
-                self.__dict__.update(state)
-                self.__dict__.update(self._new_state(data, codes))
-            chain_data = data.chain_data()
-            if chain_data.allowed is not None and chain_data.allowed[1].size \
-                    and chain_data.allowed[1].max() >= len(classes):
-                raise ValueError(f"allowed labels must lie in [0, {len(classes)})")
-            for _ in range(n_epochs):
-                n = len(data)
-                order = (self._rng.permutation(n) if self.shuffle
-                         else np.arange(n)).astype(np.int64)
-                tic = time.perf_counter()
-                record = self._epoch(chain_data, codes, order, self._rng)
-                self.n_iter_ += 1
-                record = {"epoch": self.n_iter_, **record, "sentences": n,
-                          "seconds": time.perf_counter() - tic}
-                record.update(self._after_epoch(chain_data, codes))
-                self.history_.append(record)
-                if self.verbose:
-                    print(self._describe(record), flush=True)
-            if publish:
-                self._publish(final)
-        except BaseException:
-            # A fresh start is undone whole.  Continued training fails before
-            # its first update (validation, allocation), or, interrupted or
-            # diverging, keeps the public weights of the last completed call
-            # (same shapes as classes_ and n_features_in_) while history_ and
-            # n_iter_ count the epochs that ran.
-            if not continuing:
-                self.__dict__.clear()
-                self.__dict__.update(saved)
-            raise
+        :meth:`_prediction_weights`).
+
+        fit and partial_fit run it on a working copy (``@publishes``): a
+        failure publishes nothing.  Continued training updates its training
+        state (the raw weights, the dual variables) in place, so a
+        continuation interrupted part way keeps the model and counters of the
+        last completed call but has moved that state on by the examples
+        seen."""
+        if not continuing:
+            for name in self._TRAINING_STATE:      # of an earlier fit
+                self.__dict__.pop(name, None)
+            weights = ChainWeights(self._weight_features(data), len(classes),
+                                   bool(self.average), int(self.order))
+            state = {"_weights": weights, "_rng": check_random_state(self.random_state),
+                     "classes_": classes, "n_features_in_": data.n_features,
+                     "n_iter_": 0, "history_": []}
+            self.__dict__.update(state)
+            self.__dict__.update(self._new_state(data, codes))
+        chain_data = data.chain_data()
+        if chain_data.allowed is not None and chain_data.allowed[1].size \
+                and chain_data.allowed[1].max() >= len(classes):
+            raise ValueError(f"allowed labels must lie in [0, {len(classes)})")
+        for _ in range(n_epochs):
+            n = len(data)
+            order = (self._rng.permutation(n) if self.shuffle
+                     else np.arange(n)).astype(np.int64)
+            tic = time.perf_counter()
+            record = self._epoch(chain_data, codes, order, self._rng)
+            self.n_iter_ += 1
+            record = {"epoch": self.n_iter_, **record, "sentences": n,
+                      "seconds": time.perf_counter() - tic}
+            record.update(self._after_epoch(chain_data, codes))
+            self.history_.append(record)
+            if self.verbose:
+                print(self._describe(record), flush=True)
+        if publish:
+            self._publish(final)
         return self
 
     def _prediction_weights(self, final=False):
@@ -538,6 +531,7 @@ class ChainLearner(ChainTagger):
         """Expose the weights to predict with as the public learned attributes."""
         self._set_weights(*self._prediction_weights(final))
 
+    @publishes
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train for ``max_iter`` epochs over the sentences.

@@ -19,6 +19,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from sklearn.utils.validation import check_is_fitted
 
+from .._publish import publishes, reads_model
 from .._forward_backward import corpus_marginals
 from .._validation import check_k
 from ..chain import as_stacked
@@ -173,6 +174,7 @@ class ConfidenceMixin:
         check_scores(E, P)
         return data, E, P
 
+    @publishes
     def calibrate(self, X, y, method="forward_backward", k=20):
         """Fit the temperature of :meth:`predict_marginals` and
         :meth:`predict_confidence` on held-out sentences.
@@ -229,6 +231,7 @@ class ConfidenceMixin:
                              "log_loss": loss, "log_loss_at_1": loss_1}
         return self
 
+    @reads_model
     def predict_marginals(self, X):
         """Per-token label probabilities ``P(y_t = label | x)``.
 
@@ -263,6 +266,7 @@ class ConfidenceMixin:
         # sums of probabilities may pass 1 by a rounding error
         return data.split(np.clip(out, 0.0, 1.0, out=out))
 
+    @reads_model
     def predict_confidence(self, X):
         """The probability of each sentence's predicted label sequence (that of
         :meth:`predict`), under the distribution of :meth:`predict_marginals`.

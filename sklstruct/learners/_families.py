@@ -6,6 +6,7 @@ from numbers import Integral, Real
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._publish import publishes
 from .._chain import COSTS
 from .._progress import progress_line
 from .._validation import MAX_C
@@ -29,6 +30,7 @@ class OnlineLearner(ChainLearner):
             ("mistakes", f"{r['mistakes']}/{r['sentences']} ({share:.2f}%)"),
             ("updates", r["updates"])], r["seconds"])
 
+    @publishes
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None):
         """One epoch over the given sentences, continuing from the current weights.

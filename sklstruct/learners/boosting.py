@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
+from .._publish import publishes
 from .._progress import report
 from .._validation import N_JOBS_CONSTRAINT
 from ..chain import as_stacked
@@ -181,6 +182,7 @@ class SequenceBoostingTagger(ChainTagger):
         # Z = sum_i (1 / P_i - 1) e^-M, from the stored weights (no drift)
         state["Z"] = float(np.sum(state["w"]) - len(state["w"]) * np.exp(-M))
 
+    @publishes
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Run ``n_rounds`` rounds of Algorithm 2 from zero weights.

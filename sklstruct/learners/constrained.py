@@ -8,6 +8,7 @@ from sklearn.base import _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._publish import publishes, reads_model
 from .._validation import N_JOBS_CONSTRAINT
 from .._viterbi import chain_order
 from ..chain import FORBIDDEN_TRANSITION, allowed_transitions, as_stacked, restrict_scores
@@ -154,6 +155,7 @@ class ConstrainedTagger(ChainTagger):
         self.label_dictionary = label_dictionary
         self.n_jobs = n_jobs
 
+    @publishes
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
         """Fit a clone of ``estimator`` on (X, y) and learn the restrictions.
@@ -283,6 +285,7 @@ class ConstrainedTagger(ChainTagger):
         # a kernel model or a second-order chain: the masked emission scores
         return self._decode_emissions(*self._emissions(data), data.offsets, then)
 
+    @reads_model
     def astype(self, dtype):
         """A copy whose wrapped tagger stores its emission weights as ``dtype``
         (see :meth:`sklstruct.StructuredPerceptronTagger.astype`).

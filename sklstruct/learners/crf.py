@@ -9,6 +9,7 @@ from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._publish import publishes
 from .._progress import report
 from .._validation import MAX_C, N_JOBS_CONSTRAINT
 from ..chain import as_stacked, pack_chain
@@ -209,6 +210,7 @@ class CRFTagger(ChainTagger):
         return np.concatenate([W, theta[ctx["n_w"]:]])
 
     # -- fitting --------------------------------------------------------------------------
+    @publishes
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Minimise the regularised loss over the sentences by L-BFGS.

@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._docstrings import fill_doc
 from .._progress import progress_line
 from .._chain import ChainData, ChainWeights
+from .._publish import Cache, reads_model
 from .._kernel_scores import KERNELS, KernelFunction, KernelState, kernel_emissions
 from .._validation import MAX_C
 from ..chain import as_stacked, pack_chain, unpack_chain
@@ -312,6 +313,7 @@ class M3NTagger(ChainLearner):
         (n_training_tokens, L) coefficients of the support tokens."""
         return self._solver.weights(self)
 
+    @reads_model
     def objective(self, X, y):
         """J(w) of eq. 4 on (X, y) for the weights predicted with:
         ``1/2 ||w||^2 + C sum_i l_i(w)`` (for a kernel model, on its training set
@@ -356,23 +358,22 @@ class M3NTagger(ChainLearner):
         self.n_support_ = len(rows)
         (self.transition_coef_, self.start_coef_, self.end_coef_,
          self.trigram_coef_) = unpack_chain(P)
-        self._index = None
+        # the support index, built by the first prediction of this model (a
+        # pickle or a copy keeps an empty cache)
+        self._index = Cache()
 
     # -- prediction with support tokens --------------------------------------------
-    #: the support index, rebuilt on the first prediction
-    _CACHES = ("_index",)
-
     def _support_index(self):
         """(ChainData of the support vectors, KernelState with all of them in
         the index), built once per fitted model."""
-        if getattr(self, "_index", None) is None:
+        def build():
             sv = self.support_vectors_
             data = ChainData(sv.indptr, sv.indices, sv.data, [0, sv.shape[0]], sv.shape[1])
             ks = KernelState(sv, len(self.classes_), False, False)
             ks.n_sup[:] = np.diff(ks.colptr)
             ks.is_sup[:] = 1
-            self._index = (data, ks)
-        return self._index
+            return data, ks
+        return self._index.get(build)
 
     def _emissions(self, data):
         if self._kernel[0] == "linear":

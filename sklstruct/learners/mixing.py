@@ -7,6 +7,7 @@ from joblib import Parallel, delayed
 from sklearn.base import _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
+from .._publish import publishes
 from .._progress import report
 from .._validation import N_JOBS_CONSTRAINT
 from ..chain import as_stacked
@@ -117,6 +118,7 @@ class ParameterMixingTagger(ChainTagger):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
+    @publishes
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
         """Train on shards of (X, y) for ``max_iter`` epochs, mixing after each.

@@ -12,6 +12,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._publish import reads_model
 from .._validation import (InputTypeError, check_sentence, check_sentence_list, describe,
                            sentence_tags)
 from .binarize import binarize, unbinarize
@@ -240,6 +241,7 @@ class BaseParser(BaseEstimator):
             return Tree(self.fallback_root_, [Tree(t, [w]) for t, w in zip(tags, words)])
         return unbinarize(_labelled_tree(res["tree"], self.grammar_.symbols, words))
 
+    @reads_model
     def predict(self, X):
         """Parse sentences.
 
@@ -301,6 +303,7 @@ class BaseParser(BaseEstimator):
         no tree exists under the first ones (None: no second attempt)."""
         return [(lex, {}, None) for lex in self._lexical_scores(tokens_list)]
 
+    @reads_model
     def score(self, X, y):
         """Labelled-bracket F1 (PARSEVAL with EVALB's ``COLLINS.prm`` rules,
         :func:`~sklstruct.parsing.parseval_f1`) of the predictions against the

@@ -19,6 +19,7 @@ from joblib import Parallel, delayed
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._publish import publishes
 from .._parallel import n_threads
 from .._validation import N_JOBS_CONSTRAINT
 from ..qp import CuttingPlane
@@ -307,6 +308,7 @@ class F1MaxMarginParser(JointFeatureMap, BaseParser):
         return {"sd": sd, "gold": gold, "psi": psi,
                 "psi_stack": sp.vstack(psi, format="csr")}
 
+    @publishes
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train on sentences ``X`` and their trees ``y``.
@@ -323,17 +325,8 @@ class F1MaxMarginParser(JointFeatureMap, BaseParser):
         self
         """
         # fit replaces the grammar, the feature maps and the weights one after
-        # the other: a failure part way (a bad lexical template, an interrupt)
-        # must leave the parser as it was, not a new grammar with old weights
-        before = dict(self.__dict__)
-        try:
-            return self._fit(X, y)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(before)
-            raise
-
-    def _fit(self, X, y):
+        # the other, on a working copy (@publishes): a failure part way (a bad
+        # lexical template, an interrupt) leaves the parser as it was
         tic = time.perf_counter()
         self.features_ = self._feature_sets()
         prepared = self._prepare(X, y)

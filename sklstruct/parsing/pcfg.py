@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
+from .._publish import publishes
 from .base import BaseParser
 from .model import TAG_PENALTY
 from .spans import word_signature
@@ -83,6 +84,7 @@ class PCFGParser(BaseParser):
     def _word_class(self, word):
         return word if self.word_counts_.get(word, 0) > self.unk_threshold else word_signature(word)
 
+    @publishes
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Estimate the PCFG from sentences ``X`` and trees ``y``."""
