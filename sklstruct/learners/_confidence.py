@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._publish import publishes, reads_model
 from .._forward_backward import corpus_marginals
 from .._validation import check_k
-from ..chain import as_stacked
+from ..chain import FORBIDDEN_TRANSITION, as_stacked
 
 METHODS = ("kbest", "forward_backward")
 
@@ -83,15 +83,48 @@ class KBestLists:
         return self.weights(temperature)[self.starts]
 
 
-def tempered_marginals(tagger, E, P, offsets, temperature):
+#: How far a row of marginals may sum from 1 before prediction refuses it:
+#: forward-backward adds up scores in float64, so scores near 1e14 keep
+#: no digit of the differences that make the probabilities.
+_SUM_TOLERANCE = 1e-3
+
+
+def tempered_marginals(tagger, E, P, offsets, temperature, strict=True):
     """(marginals (n_tokens, L), log Z (n_sentences,)) of ``exp(s(y) / T)`` over
-    all sequences, by forward-backward in ``tagger``'s threads."""
+    all sequences, by forward-backward in ``tagger``'s threads.
+
+    Rows are normalised to sum to 1.  Raise ValueError for a sentence that no
+    label sequence keeps to a ConstrainedTagger's restrictions (every
+    sequence scores a forbidden score: its distribution is undefined) and,
+    ``strict``, for one whose rows summed further than ``_SUM_TOLERANCE``
+    from 1 (scores too large for float64 to tell apart); not ``strict``
+    (calibrate trying extreme temperatures), such rows are only normalised.
+    """
     E = np.ascontiguousarray(E / temperature)
     P = np.ascontiguousarray(P / temperature)
     out = np.empty(E.shape)
     log_z = np.zeros(len(offsets) - 1)
     tagger._run(lambda a, b: corpus_marginals(E, P, offsets[a:b + 1], out, log_z[a:b]),
                 tagger._prediction_blocks(offsets))
+    broken = np.flatnonzero(log_z * temperature < FORBIDDEN_TRANSITION / 2)
+    if broken.size:
+        raise ValueError(
+            f"X[{broken[0]}]: no label sequence keeps to the tagger's restrictions "
+            "(transition constraints, tag dictionary), so its label distribution is "
+            "undefined (predict gives the sequence breaking the fewest); leave such "
+            "sentences out or loosen the restrictions")
+    sums = out.sum(axis=1)
+    if strict:
+        off = np.flatnonzero(np.abs(sums - 1.0) > _SUM_TOLERANCE)
+        if off.size:
+            s = int(np.searchsorted(offsets, off[0], side="right")) - 1
+            raise ValueError(
+                f"X[{s}]: the label marginals lost their precision (a row sums to "
+                f"{sums[off[0]]:.6g}): the model's scores reach "
+                f"{np.abs(E).max() * temperature:.3g}, beyond what float64 can turn "
+                "into probabilities; scale the features down")
+    out /= np.where(sums > 0, sums, np.inf)[:, None]
+    out[sums <= 0] = 1.0 / out.shape[1]
     return out, log_z
 
 
@@ -117,7 +150,8 @@ def fit_temperature(tagger, E, P, offsets, gold, method, k):
             return lists.marginals(10.0 ** log10_t)
     else:
         def marginals(log10_t):
-            return tempered_marginals(tagger, E, P, offsets, 10.0 ** log10_t)[0].ravel()
+            return tempered_marginals(tagger, E, P, offsets, 10.0 ** log10_t,
+                                      strict=False)[0].ravel()
 
     def loss(log10_t):
         p = marginals(log10_t)[cells]
@@ -255,6 +289,14 @@ class ConfidenceMixin:
             Columns in the order of ``classes_``; rows sum to 1.
             (sklearn-crfsuite's ``predict_marginals`` gives the same
             numbers for an uncalibrated CRF, as lists of dicts.)
+
+        Raises
+        ------
+        ValueError
+            For a sentence whose scores are too large for float64 to turn
+            into probabilities (rows would sum further than 1e-3 from 1:
+            scale the features down), or that no label sequence of a
+            :class:`~sklstruct.ConstrainedTagger` keeps to its restrictions.
         """
         method, k, temperature = self._confidence_setting()
         data, E, P = self._scores(X)
@@ -263,7 +305,7 @@ class ConfidenceMixin:
             out = out.reshape(E.shape)
         else:
             out, _ = tempered_marginals(self, E, P, data.offsets, temperature)
-        # sums of probabilities may pass 1 by a rounding error
+        # (normalised rows: a value may pass 1 by a rounding error)
         return data.split(np.clip(out, 0.0, 1.0, out=out))
 
     @reads_model

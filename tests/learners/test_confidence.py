@@ -295,3 +295,43 @@ def test_sparse_and_dense_input_give_the_same_marginals(corpus):
     for a, b in zip(model.predict_marginals(Xte[:10]), model.predict_marginals(dense)):
         np.testing.assert_array_equal(a, b)
     assert sp.issparse(Xte[0])
+
+
+def test_marginals_of_huge_scores_are_refused_not_garbage():
+    # issue 28, item 5: at scores near 1e14, alpha + beta - log Z keeps no
+    # digit of the differences; rows summed to anything and were clipped
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(6, 4)) for _ in range(10)]
+    y = [np.where(x[:, 0] > 0, "a", "b") for x in X]
+    model = StructuredPerceptronTagger(max_iter=2, random_state=0).fit(X, y)
+    fine = model.predict_marginals([x * 1e6 for x in X])
+    for rows in fine:
+        np.testing.assert_allclose(rows.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    huge = [x * 1e14 for x in X]
+    with pytest.raises(ValueError, match=r"X\[\d+\]: the label marginals lost their "
+                                         "precision.*scale the features down"):
+        model.predict_marginals(huge)
+    with pytest.raises(ValueError, match="lost their precision"):
+        model.predict_confidence(huge)
+
+
+def test_marginals_of_a_sentence_no_sequence_satisfies_are_refused():
+    # issue 28, item 6: every sequence scored the finite forbidden score, and
+    # the rows summed to 2-11; calibrate fitted a degenerate temperature
+    from sklstruct import ConstrainedTagger
+    allowed = np.ones((4, 2), dtype=bool)
+    allowed[2] = [True, False]              # only B may start a sentence
+    allowed[3] = [False, True]              # only I may end one
+    model = ConstrainedTagger(StructuredPerceptronTagger(max_iter=2, random_state=0),
+                              constraints=allowed)
+    model.fit([np.eye(2)[[0, 1]]] * 3, [np.array(["B", "I"])] * 3)
+    one_word = [np.eye(2)[[0]]]             # B starts but cannot end, I the reverse
+    assert len(model.predict(one_word)[0]) == 1     # predict: the documented fallback
+    for call in (model.predict_marginals, model.predict_confidence,
+                 lambda X: model.calibrate(X, [np.array(["B"])])):
+        with pytest.raises(ValueError, match=r"X\[0\]: no label sequence keeps to the "
+                                             "tagger's restrictions"):
+            call(one_word)
+    ok = model.predict_marginals([np.eye(2)[[0, 1]]])[0]
+    np.testing.assert_allclose(ok.sum(axis=1), 1.0)
+    assert "calibration_" not in vars(model)
