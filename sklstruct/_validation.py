@@ -233,8 +233,48 @@ def _sequence_kinds(seq, where):
         if kind is None:
             raise InputTypeError(f"{where}[{j}]: label {describe(value)} of type "
                                  f"{type(value).__name__} is not a string or a number")
+        if kind != "number" and value.endswith("\x00" if kind == "string" else b"\x00"):
+            # NumPy's fixed-width strings drop trailing NULs: 'a\x00' would
+            # become the class 'a'
+            raise ValueError(f"{where}[{j}]: label {value!r} ends in a NUL character, "
+                             "which NumPy strings drop (it would merge with "
+                             f"{value.rstrip(value[-1:])!r}); remove it")
         kinds.setdefault(kind, j)
     return kinds
+
+
+def _number_labels(parts, name):
+    """The number labels of every sentence in one array that holds each
+    exactly: the common dtype when the sentences share one, else int64 or
+    uint64 for integers and float64 when there is a float, checked (int64
+    and uint64 labels together, or integers beyond 2**53 beside floats,
+    went through float64 and distinct labels merged)."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return np.empty(0)
+    if (all(isinstance(p, np.ndarray) and p.dtype.kind != "O" for p in parts)
+            and len({p.dtype for p in parts}) == 1):
+        return np.concatenate(parts)
+    # (a list of Python ints and floats would become float64 in np.asarray)
+    values = [v.item() if isinstance(v, np.generic) else v
+              for p in parts for v in (p.tolist() if isinstance(p, np.ndarray) else p)]
+    if all(isinstance(v, int) for v in values):
+        for dtype in (np.int64, np.uint64):
+            try:
+                return np.array(values, dtype=dtype)
+            except OverflowError:
+                pass
+        low, high = (-2**63, 2**63) if min(values) < 0 else (0, 2**64)
+        big = next(v for v in values if not low <= v < high)
+        raise ValueError(f"{name}: label {big} does not fit in an int64 or uint64 array "
+                         "beside the others; use string labels")
+    labels = np.array(values, dtype=np.float64)
+    inexact = next((v for v in values if isinstance(v, int) and float(v) != v), None)
+    if inexact is not None:
+        raise ValueError(f"{name}: integer label {inexact} is beyond 2**53 and cannot be "
+                         "held exactly beside float labels; use one number type, or string "
+                         "labels")
+    return labels
 
 
 def check_label_sequences(y, lengths, name="y", x_name="X"):
@@ -267,19 +307,15 @@ def check_label_sequences(y, lengths, name="y", x_name="X"):
                                  f"is a {k1}; labels must be all strings or all numbers")
         parts.append(seq)
     kind = next(iter(first))
-    labels = np.concatenate([np.asarray(p, dtype=object if kind != "number" else None)
-                             for p in parts])
-    if kind == "string":
-        labels = labels.astype(str)
-    elif kind == "bytes":
-        labels = labels.astype(bytes)
-    elif labels.dtype.kind == "f" and not np.isfinite(labels).all():
-        j = int(np.flatnonzero(~np.isfinite(labels))[0])
-        i = int(np.searchsorted(np.cumsum(lengths), j, side="right"))
-        raise ValueError(f"{name}[{i}]: label {labels[j].item()!r} is not finite")
-    elif labels.dtype.kind == "O":
-        labels = labels.astype(np.float64)
-    return labels
+    if kind == "number":
+        labels = _number_labels(parts, name)
+        if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+            j = int(np.flatnonzero(~np.isfinite(labels))[0])
+            i = int(np.searchsorted(np.cumsum(lengths), j, side="right"))
+            raise ValueError(f"{name}[{i}]: label {labels[j].item()!r} is not finite")
+        return labels
+    labels = np.concatenate([np.asarray(p, dtype=object) for p in parts])
+    return labels.astype(str if kind == "string" else bytes)
 
 
 def check_classes(classes, name="classes"):

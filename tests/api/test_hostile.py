@@ -172,6 +172,32 @@ def test_one_rule_for_label_types(labels, message):
         TAGGERS["perceptron"]().fit(X, labels)
 
 
+@pytest.mark.parametrize("labels, message", [
+    ([[2**64, 1], [1, 2, 1]], r"y: label 18446744073709551616 does not fit in an int64"),
+    ([[-1, 2**63], [1, 2, 1]], r"y: label 9223372036854775808 does not fit"),
+    ([[2**60 + 1, 0.5], [1, 2, 1]], r"y: integer label 1152921504606846977 is beyond 2\*\*53"),
+    ([["a\x00", "a"], ["a", "b", "a"]], r"y\[0\]\[0\]: label 'a\\x00' ends in a NUL"),
+    ([[b"b", b"a\x00"], [b"a"] * 3], r"y\[0\]\[1\]: label b'a\\x00' ends in a NUL"),
+])
+def test_labels_that_numpy_would_merge_are_refused(labels, message):
+    # issue 28, item 7: they went through float64 or fixed-width strings and
+    # distinct labels became one class
+    X, _ = data(n=2)
+    with pytest.raises(ValueError, match=message):
+        TAGGERS["perceptron"]().fit(X, labels)
+
+
+def test_integer_labels_beyond_float_precision_stay_distinct():
+    X, _ = data(n=3)
+    big = 2**63 + 1
+    y = [np.array([1, 2], dtype=np.int64), np.array([big, big + 2, big], dtype=np.uint64),
+         [big + 2, 1, 2, big]]
+    model = TAGGERS["perceptron"](max_iter=3, random_state=0).fit(X, y)
+    assert model.classes_.tolist() == [1, 2, big, big + 2]
+    assert model.classes_.dtype == np.uint64
+    assert all(p.dtype == np.uint64 for p in model.predict(X))
+
+
 def test_partial_fit_classes_errors():
     X, y = data()
     model = TAGGERS["perceptron"]()
