@@ -158,3 +158,24 @@ def make(cls, **params):
     if "max_iter" in params and "n_rounds" in own:
         params["n_rounds"] = params.pop("max_iter")
     return cls(**{k: v for k, v in params.items() if k in own})
+
+
+def outcome(call, *args):
+    """What ``call(*args)`` gave, comparable exactly: its result as plain
+    values and bytes, or the type of the ValueError/TypeError it raised."""
+    try:
+        result = call(*args)
+    except (ValueError, TypeError) as exc:
+        assert str(exc)
+        return type(exc).__name__
+    return repr(_plain(result))
+
+
+def _plain(value):
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "toarray"):
+        value = value.toarray()
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.shape, value.tobytes())
+    return str(value)

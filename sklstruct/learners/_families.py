@@ -48,6 +48,9 @@ class OnlineLearner(ChainLearner):
         -------
         self : object
         """
+        # (scikit-learn's _fit_context validates the parameters on the first
+        # call only: a set_params between calls would reach the kernels)
+        self._validate_params()
         self._check_resumable()
         self._train(X, y, 1, hasattr(self, "_weights"), classes)
         self._resumable = True

@@ -3,18 +3,21 @@ and a failed call leaves the estimator as it was.
 
 Set SKLSTRUCT_FUZZ_EXAMPLES (default 40) to run the property-based test longer.
 """
+import copy
 import os
+import pickle
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from sklstruct._registry import TAGGERS
+from sklstruct._registry import ESTIMATORS, PARSERS, TAGGERS
 from sklstruct._validation import MAX_K
-from _oracles import make
+from _oracles import make, outcome
 
 TAGGER_CLASSES = list(TAGGERS.values())
 
@@ -233,6 +236,13 @@ labels = st.one_of(st.sampled_from(["a", "b", "c"]), st.integers(-3, 3), st.none
 
 @st.composite
 def problems(draw):
+    if draw(st.integers(0, 3)):         # mostly a valid problem, 3 features, labels a-c
+        n = draw(st.integers(1, 4))
+        X = [np.array(draw(st.lists(st.floats(-2, 2), min_size=3 * T, max_size=3 * T)))
+             .reshape(T, 3) for T in draw(st.lists(st.integers(1, 4), min_size=n, max_size=n))]
+        y = [draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=len(x), max_size=len(x)))
+             for x in X]
+        return X, y
     n = draw(st.integers(0, 4))
     F = draw(st.integers(0, 3))
     X, y = [], []
@@ -261,6 +271,8 @@ params = st.fixed_dictionaries({}, optional={
     "average": st.one_of(st.booleans(), st.just("yes")),
     "shuffle": st.booleans(),
     "warm_start": st.booleans(),
+    "method": st.sampled_from(["kbest", "forward_backward", "bogus"]),
+    "dtype": st.sampled_from([np.float32, np.float64, "float16", None]),
 })
 
 
@@ -275,31 +287,86 @@ def check_consistent(model):
     assert set(pred[0]) <= set(model.classes_)
 
 
-@pytest.mark.parametrize("name", sorted(TAGGERS))
-@settings(max_examples=int(os.environ.get("SKLSTRUCT_FUZZ_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(calls=st.lists(st.tuples(st.sampled_from(["fit", "partial_fit", "predict", "kbest",
-                                                 "score", "set_params"]),
-                                problems(), params), min_size=1, max_size=5))
-def test_fuzz_tagger_api(name, calls):
-    model = make(TAGGERS[name], max_iter=1, random_state=0)
+def public_state(model):
+    """The parameters and learned attributes, comparable exactly."""
+    return {k: outcome(lambda v=v: v) for k, v in vars(model).items()
+            if not k.startswith("_")}
+
+
+OPS = ["fit", "partial_fit", "predict", "kbest", "marginals", "confidence", "score",
+       "calibrate", "astype", "pickle", "deepcopy", "clone", "set_params"]
+
+
+def apply(model, op, X, y, p):
+    """One call of the random sequence; returns (model to go on with, result)."""
+    if op == "fit":
+        return model, model.fit(X, y) and None
+    if op == "partial_fit":
+        return model, (model.partial_fit(X, y) and None) if hasattr(model, "partial_fit") else None
+    if op == "predict":
+        return model, model.predict(X)
+    if op == "kbest":
+        return model, model.predict_kbest(X, k=p.get("k", 2))
+    if op == "marginals":
+        return model, model.predict_marginals(X)
+    if op == "confidence":
+        return model, model.predict_confidence(X)
+    if op == "score":
+        return model, model.score(X, y)
+    if op == "calibrate":
+        return model, model.calibrate(X, y, method=p.get("method", "kbest"), k=3) and None
+    if op == "astype":
+        copy_ = model.astype(p.get("dtype", np.float32))
+        check_consistent(copy_)
+        return model, None
+    if op in ("pickle", "deepcopy"):
+        again = (pickle.loads(pickle.dumps(model)) if op == "pickle"
+                 else copy.deepcopy(model))
+        assert public_state(again) == public_state(model)
+        return again, None
+    if op == "clone":
+        fresh = clone(model)
+        assert repr(fresh.get_params()) == repr(model.get_params())
+        return model, None
+    names = model.get_params()
+    given = {("estimator__" + k if "estimator__" + k in names else k): v
+             for k, v in p.items()}
+    model.set_params(**{k: v for k, v in given.items() if k in names})
+    return model, None
+
+
+calls = st.lists(st.tuples(st.sampled_from(OPS), problems(), params), min_size=1, max_size=6)
+
+
+@pytest.mark.parametrize("name", sorted(set(ESTIMATORS) - set(PARSERS)))
+@settings(max_examples=int(os.environ.get("SKLSTRUCT_FUZZ_EXAMPLES", 100)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(prefit=st.booleans(), calls=calls)
+def test_fuzz_every_estimator(name, prefit, calls):
+    """Random call sequences on random small (often hostile) problems: every
+    failure is a clear ValueError or TypeError (or NotFittedError) that leaves
+    the estimator as it was, and n_jobs=2 gives what n_jobs=1 gives."""
+    cls = ESTIMATORS[name]
+    model = make(cls, max_iter=1, random_state=0)
+    twin = clone(model)
+    twin.set_params(**{k: 2 for k in twin.get_params() if k.endswith("n_jobs")})
+    pair = [model, twin]
+    if prefit:
+        for m in pair:
+            m.fit(*data(F=3))
     for op, (X, y), p in calls:
-        try:
-            if op == "fit":
-                model.fit(X, y)
-            elif op == "partial_fit":
-                if hasattr(model, "partial_fit"):
-                    model.partial_fit(X, y)
-            elif op == "predict":
-                model.predict(X)
-            elif op == "kbest":
-                model.predict_kbest(X, k=p.get("k", 2))
-            elif op == "score":
-                model.score(X, y)
-            else:
-                model.set_params(**{k: v for k, v in p.items() if k in model.get_params()})
-        except (ValueError, TypeError, NotFittedError) as exc:
-            assert str(exc)
-        check_consistent(model)
+        results = []
+        for i, m in enumerate(pair):
+            before = public_state(m)
+            try:
+                pair[i], result = apply(m, op, X, y, p)
+                results.append(outcome(lambda: result))
+            except (ValueError, TypeError, NotFittedError) as exc:
+                assert str(exc)
+                assert public_state(m) == before, f"{op} failed and changed the estimator"
+                results.append(type(exc).__name__)
+            check_consistent(pair[i])
+        assert results[0] == results[1], f"n_jobs=2 differs from n_jobs=1 in {op}"
 
 
 @pytest.mark.parametrize("cls", TAGGER_CLASSES)
@@ -317,3 +384,17 @@ def test_interrupted_continued_training_keeps_consistent_public_weights(cls, mon
     assert model.n_iter_ == 1
     monkeypatch.undo()
     check_consistent(model)
+
+
+@pytest.mark.parametrize("cls", [c for c in TAGGER_CLASSES if hasattr(c, "partial_fit")])
+def test_partial_fit_validates_parameters_set_between_calls(cls):
+    # found by test_fuzz_every_estimator: scikit-learn validates a partial_fit's
+    # parameters on its first call only; k=2**62 then reached the kernels
+    X, y = data()
+    model = make(cls, random_state=0)
+    model.partial_fit(X, y)
+    coef = model.coef_.copy()
+    model.set_params(k=2**62)
+    with pytest.raises(ValueError, match="'k' parameter"):
+        model.partial_fit(X, y)
+    np.testing.assert_array_equal(model.coef_, coef)

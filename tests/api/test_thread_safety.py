@@ -15,7 +15,7 @@ from sklstruct import (DictSequenceVectorizer, M3NTagger, SequenceVectorizer,
                        StructuredPerceptronTagger, TokenTransformer)
 from sklstruct._registry import ESTIMATORS, PARSERS
 from sklstruct.parsing import Tree
-from _oracles import make
+from _oracles import make, outcome
 
 # two training sets of the same width whose models differ in labels and weights
 _RNG = np.random.default_rng(0)
@@ -81,25 +81,6 @@ def cases():
 
 
 CASES = {case[0]: case for case in cases()}
-
-
-def outcome(call, model):
-    """The result of one call, comparable exactly (or its error's type)."""
-    try:
-        result = call(model)
-    except (ValueError, TypeError) as exc:
-        return type(exc).__name__
-    return repr(_plain(result))
-
-
-def _plain(value):
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if hasattr(value, "toarray"):
-        value = value.toarray()
-    if isinstance(value, np.ndarray):
-        return (value.dtype.str, value.shape, value.tobytes())
-    return str(value)
 
 
 @pytest.fixture
