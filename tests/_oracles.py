@@ -179,3 +179,28 @@ def _plain(value):
     if isinstance(value, np.ndarray):
         return (value.dtype.str, value.shape, value.tobytes())
     return str(value)
+
+
+def public_state(estimator, skip=()):
+    """An estimator's parameters and learned attributes, comparable exactly."""
+    return {k: outcome(lambda v=v: v) for k, v in vars(estimator).items()
+            if not k.startswith("_") and k not in skip}
+
+
+def call_twins(pair, call, state=public_state):
+    """Run ``call(estimator)`` -> (estimator to go on with, result) on both
+    estimators of ``pair`` (in place) and check the random-sequence contract:
+    a failure is a clear ValueError, TypeError or NotFittedError that leaves
+    the estimator's ``state`` unchanged, and both give the same outcome."""
+    from sklearn.exceptions import NotFittedError
+    results = []
+    for i, est in enumerate(pair):
+        before = state(est)
+        try:
+            pair[i], result = call(est)
+            results.append(outcome(lambda: result))
+        except (ValueError, TypeError, NotFittedError) as exc:
+            assert str(exc)
+            assert state(est) == before, "a failed call changed the estimator"
+            results.append(type(exc).__name__)
+    assert results[0] == results[1], "n_jobs=2 differs from n_jobs=1"
