@@ -23,7 +23,6 @@ learners share, so that no learner kernel needs another learner's:
   weights (:c:func:`decode_candidates`, Mancev & Todorovic eq. 12), in a
   per-pass :class:`Workspace`.
 """
-import os
 
 import numpy as np
 
@@ -35,6 +34,7 @@ from sklstruct._viterbi cimport (add_hamming, compute_emission, decode_best, kbe
                                 kbest_free, lattice_nodes, viterbi_allowed)
 
 from sklstruct._viterbi import _check_allowed
+from sklstruct._validation import check_alloc
 
 cnp.import_array()
 
@@ -97,32 +97,6 @@ def split_rows(cnp.ndarray arr not None, const long long[::1] bounds):
     finally:
         free(dims)
     return out
-
-def _physical_memory():
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return 1 << 40
-
-
-# Scratch allocations larger than the machine's memory are refused up front
-# with a clear error rather than attempted (a size computed from hostile input
-# could also wrap around).
-MAX_ALLOC_BYTES = _physical_memory()
-
-
-def check_alloc(what, *factors, remedy="use a smaller k or split long sentences"):
-    """Raise MemoryError naming ``what`` and its ``remedy`` if the product of
-    ``factors`` (a byte count) exceeds ``MAX_ALLOC_BYTES``; computed with Python
-    integers, so it cannot wrap."""
-    total = 1
-    for f in factors:
-        total *= int(f)
-    if total > MAX_ALLOC_BYTES:
-        raise MemoryError(f"{what} would need {total / 2**30:.1f} GiB, more than this "
-                          f"machine's {MAX_ALLOC_BYTES / 2**30:.1f} GiB; {remedy}")
-    return total
-
 
 cdef class ChainData:
     """The stacked corpus as the kernels read it.

@@ -7,6 +7,7 @@ scikit-learn's own input checks raise.  Checks run before any state is touched a
 compiled code sees the data, so a kernel with bounds checks off can never read
 out of bounds.
 """
+import os
 import reprlib
 from collections.abc import Mapping, Set
 from numbers import Integral, Real
@@ -27,6 +28,32 @@ MAX_ABS_FEATURE = 1e100
 
 #: Largest slack weight / step cap ``C`` accepted (the dual variables sum to C).
 MAX_C = 1e100
+
+
+def _physical_memory():
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 1 << 40
+
+
+# Scratch allocations larger than the machine's memory are refused up front
+# with a clear error rather than attempted (a size computed from hostile input
+# could also wrap around).
+MAX_ALLOC_BYTES = _physical_memory()
+
+
+def check_alloc(what, *factors, remedy="use a smaller k or split long sentences"):
+    """Raise MemoryError naming ``what`` and its ``remedy`` if the product of
+    ``factors`` (a byte count) exceeds ``MAX_ALLOC_BYTES``; computed with Python
+    integers, so it cannot wrap."""
+    total = 1
+    for f in factors:
+        total *= int(f)
+    if total > MAX_ALLOC_BYTES:
+        raise MemoryError(f"{what} would need {total / 2**30:.1f} GiB, more than this "
+                          f"machine's {MAX_ALLOC_BYTES / 2**30:.1f} GiB; {remedy}")
+    return total
 
 #: The ``n_jobs`` constraint of the estimators that run threads (joblib's
 #: convention: None, a positive count, or -1, -2, ... for all CPUs but some).

@@ -21,9 +21,12 @@ shapes and values first and are what the rest of the package and the tests
 call.  Loss-augmented decoding with the Hamming
 cost (Mancev & Todorovic, eq. 12) is decoding on ``E + cost * [y_t != gold_t]``.
 """
-import numpy as np
+from numbers import Real
 
-from sklstruct._validation import check_k
+import numpy as np
+import scipy.sparse as sp
+
+from sklstruct._validation import check_alloc, check_k, describe
 
 from libc.stdlib cimport malloc, free
 from libc.math cimport INFINITY, isfinite
@@ -611,9 +614,44 @@ def _check_labels(labels, Py_ssize_t T, Py_ssize_t L, name):
     return np.ascontiguousarray(arr, dtype=np.int32)
 
 
+def _real_array(a, name):
+    """``a`` as a contiguous float64 array, refusing what np.asarray would
+    turn into numbers silently: None (-> nan), strings (parsed), complex
+    (imaginary part dropped), booleans, sparse and masked arrays."""
+    if a is None or sp.issparse(a) or isinstance(a, np.ma.MaskedArray):
+        raise TypeError(f"{name} must be a dense array of real numbers; got "
+                        f"{type(a).__name__}")
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers; got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
+def _check_cost(cost):
+    """``cost`` as a finite float."""
+    if isinstance(cost, (bool, np.bool_)) or not isinstance(cost, Real):
+        raise TypeError(f"cost must be a real number; got {type(cost).__name__}")
+    try:
+        value = float(cost)
+    except OverflowError:
+        value = np.inf
+    if not isfinite(value):
+        raise ValueError(f"cost must be finite; got {describe(cost)}")
+    return value
+
+
+def _check_result(scores):
+    """Refuse decoded scores that overflowed float64 (finite inputs near
+    1e308 add up to infinity, and a ranking of infinities means nothing)."""
+    if not np.isfinite(scores).all():
+        raise ValueError("the sequence scores overflow float64: the emission scores, chain "
+                         "parameters or cost are too large; scale them down")
+    return scores
+
+
 def _check_chain(E, P, gold=None):
-    E = np.ascontiguousarray(E, dtype=np.float64)
-    P = np.ascontiguousarray(P, dtype=np.float64)
+    E = _real_array(E, "emission scores E")
+    P = _real_array(P, "chain parameters P")
     if E.ndim != 2 or E.shape[0] < 1 or E.shape[1] < 1:
         raise ValueError(f"emission scores must be a non-empty 2-D array (T, L); got shape {E.shape}")
     L = E.shape[1]
@@ -625,11 +663,10 @@ def _check_chain(E, P, gold=None):
     return E, P, gold
 
 
-def _loss_augmented(E, P, gold, double cost):
+def _loss_augmented(E, P, gold, cost_):
     """Validated E and P; with ``cost != 0`` a copy of E with the Hamming cost
     added to every wrong label of every token (:c:func:`add_hamming`)."""
-    if not isfinite(cost):
-        raise ValueError(f"cost must be finite; got {cost}")
+    cdef double cost = _check_cost(cost_)
     E, P, gold = _check_chain(E, P, gold)
     if cost == 0.0:
         return E, P
@@ -649,11 +686,11 @@ def sequence_score(E, P, path):
     cdef double[:, ::1] Ev = E
     cdef double[:, ::1] Pv = P
     cdef int[::1] pv = path
-    return path_score(&Ev[0, 0], E.shape[0], E.shape[1], &Pv[0, 0], chain_order(P, E.shape[1]),
-                      &pv[0])
+    return float(_check_result(path_score(&Ev[0, 0], E.shape[0], E.shape[1], &Pv[0, 0],
+                                          chain_order(P, E.shape[1]), &pv[0])))
 
 
-def viterbi_decode(E, P, gold=None, double cost=0.0):
+def viterbi_decode(E, P, gold=None, cost=0.0):
     """Best label sequence and its score.
 
     Parameters
@@ -681,6 +718,8 @@ def viterbi_decode(E, P, gold=None, double cost=0.0):
     cdef int order = chain_order(P, L)
     cdef double[:, ::1] Ev = E
     cdef double[:, ::1] Pv = P
+    check_alloc("the Viterbi scratch", lattice_nodes(T, L, order), 12,
+                remedy="split long sentences")
     path = np.empty(T, dtype=np.int32)
     delta = np.empty(lattice_nodes(T, L, order), dtype=np.float64)
     back = np.empty(lattice_nodes(T, L, order), dtype=np.int32)
@@ -690,10 +729,10 @@ def viterbi_decode(E, P, gold=None, double cost=0.0):
     cdef double score
     with nogil:
         score = decode_best(&Ev[0, 0], T, L, &Pv[0, 0], order, &dv[0], &bv[0], &pv[0])
-    return path, score
+    return path, float(_check_result(score))
 
 
-def kbest_decode(E, P, k, gold=None, double cost=0.0):
+def kbest_decode(E, P, k, gold=None, cost=0.0):
     """The ``k`` highest-scoring distinct label sequences, best first.
 
     Same parameters as :func:`viterbi_decode`, plus ``k >= 1``.  When fewer than
@@ -731,7 +770,7 @@ def kbest_decode(E, P, k, gold=None, double cost=0.0):
         raise MemoryError(f"the k-best scratch for {T} tokens, {L} labels, order {order} and "
                           f"k={k} does not fit in memory; use a smaller k or split long "
                           "sentences")
-    return paths[:n].copy(), scores[:n].copy()
+    return paths[:n].copy(), _check_result(scores[:n].copy())
 
 
 def decode_corpus(const long long[::1] indptr, const int[::1] indices, const double[::1] data,

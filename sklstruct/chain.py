@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from ._chain import FORBIDDEN_LABEL, ChainData, split_rows
 from ._schemes import SCHEMES
-from ._validation import check_csr_sentence, check_sentence_list
+from ._validation import check_csr_sentence, check_sentence_list, describe
 from ._viterbi import kbest_decode, sequence_score, viterbi_decode
 
 __all__ = [
@@ -150,8 +150,21 @@ class StackedSentences(Sequence):
         than ``np.split``: :func:`sklstruct._chain.split_rows`): of every
         sentence, or of sentences ``start:stop`` when ``per_token`` holds
         their rows only."""
-        bounds = self.offsets[start:(len(self) if stop is None else stop) + 1]
-        return split_rows(np.asarray(per_token), np.ascontiguousarray(bounds, dtype=np.int64))
+        n = len(self)
+        stop = n if stop is None else stop
+        for arg, value in (("start", start), ("stop", stop)):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
+                raise TypeError(f"{arg} must be a sentence index (int); got {describe(value)}")
+        if not 0 <= start <= stop <= n:
+            raise ValueError(f"start and stop must satisfy 0 <= start <= stop <= {n}; got "
+                             f"{start} and {stop}")
+        per_token = np.asarray(per_token)
+        rows = int(self.offsets[stop] - self.offsets[start])
+        if per_token.ndim < 1 or per_token.shape[0] != rows:
+            raise ValueError(f"per_token must have one row per token of sentences "
+                             f"{start}:{stop} ({rows}); got shape {per_token.shape}")
+        bounds = self.offsets[start:stop + 1]
+        return split_rows(per_token, np.ascontiguousarray(bounds, dtype=np.int64))
 
     # -- the list face --------------------------------------------------------------------
 
@@ -218,6 +231,9 @@ def as_stacked(X, n_features=None, name="X"):
     list of per-sentence matrices (sparse or dense) is checked sentence by
     sentence and stacked once.  ``n_features``: the column count required.
     """
+    if n_features is not None and (isinstance(n_features, (bool, np.bool_))
+                                   or not isinstance(n_features, Integral) or n_features < 0):
+        raise TypeError(f"n_features must be an int >= 0 or None; got {describe(n_features)}")
     if isinstance(X, StackedSentences):
         if n_features is not None and X.n_features != n_features:
             raise ValueError(f"{name}: has {X.n_features} features; expected {n_features}")

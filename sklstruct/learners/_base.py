@@ -28,9 +28,9 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .._publish import publishes, reads_model
-from .._chain import ChainWeights, check_alloc
+from .._chain import ChainWeights
 from .._parallel import block_ranges, guided_ranges, run
-from .._validation import (MAX_K, N_JOBS_CONSTRAINT, check_classes, check_k,
+from .._validation import (MAX_K, N_JOBS_CONSTRAINT, check_alloc, check_classes, check_k,
                            check_label_sequences, sentence_tags)
 from .._viterbi import chain_order, decode_corpus, kbest_decode
 from ..chain import as_stacked, pack_chain, unpack_chain

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklstruct._chain import MAX_ALLOC_BYTES, ChainWeights, check_alloc
+from sklstruct._chain import ChainWeights
+from sklstruct._validation import MAX_ALLOC_BYTES, check_alloc
 from sklstruct.chain import as_stacked, pack_chain, unpack_chain
 from sklstruct.learners._online import online_epoch
 

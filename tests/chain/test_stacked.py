@@ -165,3 +165,26 @@ def test_split_rows_keeps_its_array_alive_and_refuses_bad_bounds():
     with pytest.raises(ValueError, match="dimension"):
         split_rows(np.array(1.0), np.array([0], dtype=np.int64))
     assert split_rows(np.arange(3.0), np.array([7], dtype=np.int64)) == []
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((None,), ValueError, "per_token must have one row per token of sentences 0:2 \\(5\\)"),
+    ((np.arange(4),), ValueError, r"got shape \(4,\)"),
+    ((np.arange(100),), ValueError, "one row per token"),         # was cut silently
+    ((np.arange(5), -1), ValueError, "0 <= start <= stop <= 2"),  # gave []
+    ((np.arange(5), 1, 0), ValueError, "got 1 and 0"),
+    ((np.arange(5), 1.5), TypeError, "start must be a sentence index"),
+    ((np.arange(5), 0, "2"), TypeError, "stop must be a sentence index"),
+])
+def test_split_checks_its_arguments(args, error, message):
+    S = as_stacked([np.eye(3)[:2], np.eye(3)])
+    with pytest.raises(error, match=message):
+        S.split(*args)
+    assert [len(a) for a in S.split(np.arange(5))] == [2, 3]
+    assert [len(a) for a in S.split(np.arange(3), 1, 2)] == [3]
+
+
+@pytest.mark.parametrize("n_features", ["2", -1, 2.0, True])
+def test_as_stacked_checks_n_features(n_features):
+    with pytest.raises(TypeError, match="n_features must be an int >= 0"):
+        as_stacked([np.eye(2)], n_features=n_features)

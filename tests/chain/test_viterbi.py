@@ -3,6 +3,7 @@ import itertools
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -145,6 +146,52 @@ def test_k_beyond_max_k_is_refused_before_any_allocation(k, error):
 def test_sequence_score_checks_its_path(path, error, message):
     with pytest.raises(error, match=message):
         sequence_score(np.zeros((2, 2)), np.zeros((4, 2)), path)
+
+
+_E = np.arange(6.0).reshape(3, 2)
+
+
+@pytest.mark.parametrize("E, error, message", [
+    (None, TypeError, "emission scores E must be a dense array"),     # None became [nan]
+    (_E.astype(str), TypeError, "emission scores E must hold real numbers"),   # parsed
+    (_E + 1j, TypeError, "must hold real numbers; got dtype complex"),     # imaginary dropped
+    (_E > 2, TypeError, "must hold real numbers; got dtype bool"),
+    (np.ma.masked_array(_E, mask=_E > 2), TypeError, "dense array"),      # mask ignored
+    (sp.csr_matrix(_E), TypeError, "dense array"),         # "setting an array element..."
+    ("abc", TypeError, "real numbers"),
+])
+def test_decoders_refuse_what_numpy_would_cast(E, error, message):
+    for call in (lambda: viterbi_decode(E, np.zeros((4, 2))),
+                 lambda: kbest_decode(E, np.zeros((4, 2)), 2),
+                 lambda: sequence_score(E, np.zeros((4, 2)), [0, 1, 0]),
+                 lambda: viterbi_decode(_E, E if E is not None else None)):
+        with pytest.raises(error, match=message.replace("emission scores E", "")):
+            call()
+
+
+@pytest.mark.parametrize("E, cost", [(np.full((3, 2), 1e308), 0.0),
+                                     (np.full((3, 2), -1e308), 0.0),
+                                     (np.zeros((3, 2)), 1e308)])
+def test_scores_that_overflow_are_refused(E, cost):
+    # finite inputs summed to +-inf scores, and k-best ranked infinities
+    P, gold = np.zeros((4, 2)), np.array([0, 1, 0])
+    for call in (lambda: viterbi_decode(E, P, gold=gold, cost=cost),
+                 lambda: kbest_decode(E, P, 8, gold=gold, cost=cost)):
+        with pytest.raises(ValueError, match="scores overflow float64"):
+            call()
+    if cost == 0.0:
+        with pytest.raises(ValueError, match="scores overflow float64"):
+            sequence_score(E, P, gold)
+
+
+@pytest.mark.parametrize("cost, error, message", [
+    (None, TypeError, "cost must be a real number"), ("1", TypeError, "cost must be a real"),
+    (np.array([1.0]), TypeError, "cost must be a real"), (True, TypeError, "real number"),
+    (10**400, ValueError, "cost must be finite"),        # was an OverflowError
+])
+def test_cost_is_checked_by_name(cost, error, message):
+    with pytest.raises(error, match=message):
+        viterbi_decode(np.zeros((2, 2)), np.zeros((4, 2)), gold=[0, 1], cost=cost)
 
 
 def test_float_gold_labels_are_refused():
