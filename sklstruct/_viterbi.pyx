@@ -817,6 +817,10 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
             raise ValueError("allowed labels per token are decoded by first-order Viterbi "
                              "only; mask the emission scores of a second-order chain")
     cdef Py_ssize_t n_nodes = lattice_nodes(max_T, L, order)
+    # the first sentence whose best score is not finite (huge weights times
+    # huge features overflow): its labels would be arbitrary
+    cdef Py_ssize_t overflow = -1
+    cdef double best
     cdef double* E = <double*>malloc(max_T * L * sizeof(double))
     cdef double* delta = <double*>malloc(n_nodes * sizeof(double))
     cdef int* back = <int*>malloc(n_nodes * sizeof(int))
@@ -834,10 +838,17 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
             else:
                 _emission_f32(&indptr[0], &indices[0], &data[0], row0, T, &W[0, 0], L, E)
             if restricted:
-                viterbi_allowed(E, T, L, &P[0, 0], &aptr[row0], &alab[0], delta, &ov[row0])
+                best = viterbi_allowed(E, T, L, &P[0, 0], &aptr[row0], &alab[0], delta,
+                                       &ov[row0])
             else:
-                decode_best(E, T, L, &P[0, 0], order, delta, back, &ov[row0])
+                best = decode_best(E, T, L, &P[0, 0], order, delta, back, &ov[row0])
+            if overflow < 0 and not isfinite(best):
+                overflow = s
     free(E); free(delta); free(back)
+    if overflow >= 0:
+        raise ValueError(f"the sequence scores of the sentence of token rows "
+                         f"{offsets[overflow]}:{offsets[overflow + 1]} overflow float64 (the "
+                         "weights times the features); scale the features down")
     return out
 
 

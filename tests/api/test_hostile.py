@@ -383,3 +383,19 @@ def test_partial_fit_validates_parameters_set_between_calls(cls):
     with pytest.raises(ValueError, match="'k' parameter"):
         model.partial_fit(X, y)
     np.testing.assert_array_equal(model.coef_, coef)
+
+
+@pytest.mark.parametrize("cls", TAGGER_CLASSES)
+def test_scores_that_overflow_are_refused_by_every_predict(cls):
+    # deliverable (d): weights near 1e300 times features near 1e100 gave
+    # infinite scores, and predict returned arbitrary labels
+    X, y = data()
+    model = make(cls, max_iter=1, random_state=0).fit(X, y)
+    if not hasattr(model, "coef_"):
+        pytest.skip("a kernel model has no explicit weights to scale")
+    model.coef_ = model.coef_ * 1e300 + 1e300
+    huge = [x * 1e100 for x in X]
+    for call in (model.predict, lambda X: model.predict_kbest(X, k=2),
+                 model.predict_marginals, model.predict_confidence):
+        with pytest.raises(ValueError, match="overflow|finite"):
+            call(huge)
