@@ -30,7 +30,8 @@ import scipy.sparse as sp
 from ._chain import FORBIDDEN_LABEL, ChainData, split_rows
 from ._schemes import SCHEMES
 from ._validation import check_csr_sentence, check_sentence_list, describe
-from ._viterbi import kbest_decode, sequence_score, viterbi_decode
+from ._viterbi import (_check_labels, _real_array, chain_order, kbest_decode, sequence_score,
+                       viterbi_decode)
 
 __all__ = [
     "StackedSentences",
@@ -257,19 +258,30 @@ def pack_chain(transitions, start, end, trigrams=None):
     """Stack transitions (L, L), start (L,) and end (L,) scores into P (L + 2, L);
     with ``trigrams`` (L, L, L), a second-order chain, P (L + 2 + L * L, L)
     whose row ``L + 2 + a * L + b`` is ``trigrams[a, b]``."""
-    blocks = [np.asarray(transitions, dtype=np.float64),
-              np.asarray(start, dtype=np.float64)[None, :],
-              np.asarray(end, dtype=np.float64)[None, :]]
+    transitions = _real_array(transitions, "transitions")
+    L = transitions.shape[0] if transitions.ndim else 0
+    parts = [("transitions", transitions, (L, L)), ("start", start, (L,)), ("end", end, (L,))]
     if trigrams is not None:
-        L = blocks[0].shape[1]
-        blocks.append(np.asarray(trigrams, dtype=np.float64).reshape(L * L, L))
+        parts.append(("trigrams", trigrams, (L, L, L)))
+    blocks = []
+    for name, value, shape in parts:
+        value = _real_array(value, name)
+        if value.shape != shape or not L:
+            raise ValueError(f"{name} must have shape {shape} (L = {L} labels, from "
+                             f"transitions {transitions.shape}); got {value.shape}")
+        blocks.append(value.reshape(-1, L))
     return np.ascontiguousarray(np.vstack(blocks))
 
 
 def unpack_chain(P):
     """The inverse of :func:`pack_chain`: copies of (transitions, start, end,
     trigrams), ``trigrams`` of shape (L, L, L) or None for a first-order P."""
+    P = _real_array(P, "P")
+    if P.ndim != 2 or not P.shape[1]:
+        raise ValueError(f"P must be a 2-D array with one column per label; got shape "
+                         f"{P.shape}")
     L = P.shape[1]
+    chain_order(P, L)
     trigrams = P[L + 2:].reshape(L, L, L).copy() if P.shape[0] > L + 2 else None
     return P[:L].copy(), P[L].copy(), P[L + 1].copy(), trigrams
 
@@ -313,6 +325,9 @@ def allowed_transitions(scheme, labels):
         raise ValueError(f"constraints: unknown scheme {scheme!r}; expected one of "
                          f"{known} or 'bio'")
     letters, rules = SCHEMES[name].prefixes, SCHEMES[name].transitions
+    if isinstance(labels, (str, bytes)) or np.ndim(labels) != 1 or not len(labels):
+        raise ValueError(f"labels: expected a non-empty 1-D sequence of labels (classes_); "
+                         f"got {describe(labels)}")
     parts = []
     for label in np.asarray(labels).tolist():
         label = label.decode("utf-8", "surrogateescape") if isinstance(label, bytes) \
@@ -361,19 +376,40 @@ def restrict_scores(E, P, allowed_labels=None, allowed=None):
     E, P : ndarray
         Copies with the forbidden scores (the inputs when no restriction).
     """
+    P = _real_array(P, "P")
+    if P.ndim != 2:
+        raise ValueError(f"P must be a 2-D array; got shape {P.shape}")
+    L = P.shape[1]
+    chain_order(P, L)
     if allowed_labels is not None:
-        E = np.where(allowed_labels, E, FORBIDDEN_LABEL)
+        E = _real_array(E, "E")
+        E = np.where(_bool_array(allowed_labels, "allowed_labels", (E.shape[0], L)), E,
+                     FORBIDDEN_LABEL)
     if allowed is not None:
-        P = np.array(P, dtype=np.float64)
-        L = P.shape[1]
-        P[:L + 2][~np.asarray(allowed, dtype=bool)] = FORBIDDEN_TRANSITION
+        P = P.copy()
+        P[:L + 2][~_bool_array(allowed, "allowed", (L + 2, L))] = FORBIDDEN_TRANSITION
     return E, P
+
+
+def _bool_array(a, name, shape):
+    """``a`` as a boolean array of ``shape``: 0.5 or NaN would not say allowed
+    or not, and a broadcast row would restrict every token alike."""
+    arr = np.asarray(a)
+    if arr.dtype != bool:
+        raise TypeError(f"{name} must be a boolean array; got dtype {arr.dtype}")
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}; got {arr.shape}")
+    return arr
 
 
 # -- the plain NumPy reference ------------------------------------------------------------
 
 def emission_scores(x, W):
     """Emission scores ``E = x @ W`` of one sentence, as a dense (T, L) array."""
+    W = _real_array(W, "W")
+    if W.ndim != 2 or np.ndim(x) != 2 or x.shape[1] != W.shape[0]:
+        raise ValueError(f"x (T, F) and W (F, L) must be 2-D with W's rows x's columns; "
+                         f"got shapes {np.shape(x)} and {W.shape}")
     E = x @ W
     return np.ascontiguousarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
 
@@ -401,8 +437,17 @@ def joint_feature(x, y, n_labels, order=1):
         Transition counts, then the start and end indicators (in the layout
         of :func:`pack_chain`), then with ``order=2`` the trigram counts.
     """
-    y = np.asarray(y, dtype=np.intp)
+    if order not in (1, 2) or isinstance(order, (bool, np.bool_)):
+        raise ValueError(f"order must be 1 or 2; got {describe(order)}")
+    if isinstance(n_labels, (bool, np.bool_)) or not isinstance(n_labels, Integral) \
+            or n_labels < 1:
+        raise ValueError(f"n_labels must be an int >= 1; got {describe(n_labels)}")
+    if np.ndim(x) != 2:
+        raise ValueError(f"x must be a 2-D matrix (T, F); got shape {np.shape(x)}")
+    y = _check_labels(y, x.shape[0], n_labels, "y").astype(np.intp)
     T = y.shape[0]
+    if T == 0:
+        raise ValueError("x and y: the sentence is empty")
     onehot = sp.csr_matrix((np.ones(T), (np.arange(T), y)), shape=(T, n_labels))
     F_W = np.asarray((sp.csr_matrix(x).T @ onehot).toarray())
     F_P = np.zeros((n_labels + 2 + (n_labels ** 2 if order == 2 else 0), n_labels))

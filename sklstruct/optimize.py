@@ -11,6 +11,7 @@ against scipy's L-BFGS-B on the same problems.
 """
 import warnings
 from collections import deque
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg.blas import daxpy
@@ -20,6 +21,8 @@ try:                                   # scipy's warning class is not public
 except ImportError:                    # pragma: no cover
     LineSearchWarning = RuntimeWarning
 from threadpoolctl import threadpool_limits
+
+from ._validation import describe
 
 
 def lbfgs(fun, x0, max_iter=100, gtol=1e-5, ftol=1e-10, m=6, callback=None):
@@ -56,6 +59,19 @@ def lbfgs(fun, x0, max_iter=100, gtol=1e-5, ftol=1e-10, m=6, callback=None):
     only on ``fun``.  The vector operations are memory-bound, so threads
     gain little here.
     """
+    if not callable(fun):
+        raise TypeError(f"fun must be callable; got {type(fun).__name__}")
+    x0 = np.asarray(x0)
+    if x0.dtype.kind not in "iuf" or x0.ndim != 1 or not np.isfinite(x0).all():
+        raise ValueError(f"x0 must be a 1-D array of finite real numbers; got dtype "
+                         f"{x0.dtype} and shape {x0.shape}")
+    for name, value, low in (("max_iter", max_iter, 0), ("m", m, 1)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral) \
+                or value < low:
+            raise ValueError(f"{name} must be an int >= {low}; got {describe(value)}")
+    for name, value in (("gtol", gtol), ("ftol", ftol)):
+        if not isinstance(value, Real) or not 0 <= value < np.inf:
+            raise ValueError(f"{name} must be a finite number >= 0; got {describe(value)}")
     with threadpool_limits(limits=1, user_api="blas"):
         return _lbfgs(fun, x0, max_iter, gtol, ftol, m, callback)
 
@@ -63,6 +79,9 @@ def lbfgs(fun, x0, max_iter=100, gtol=1e-5, ftol=1e-10, m=6, callback=None):
 def _lbfgs(fun, x0, max_iter, gtol, ftol, m, callback):
     x = np.array(x0, dtype=np.float64)
     f, g = fun(x)
+    if not (np.isfinite(f) and np.isfinite(g).all()):
+        raise ValueError("fun(x0) is not finite: the value or the gradient holds NaN or "
+                         "infinity at the starting point")
     nfev = 1
     history = deque(maxlen=m)             # (s, y, 1 / (y . s))
     f_old = None

@@ -7,7 +7,8 @@ import scipy.sparse as sp
 
 from sklstruct._chain import ChainWeights
 from sklstruct._validation import MAX_ALLOC_BYTES, check_alloc
-from sklstruct.chain import as_stacked, pack_chain, unpack_chain
+from sklstruct.chain import (allowed_transitions, as_stacked, emission_scores, joint_feature,
+                             pack_chain, restrict_scores, unpack_chain)
 from sklstruct.learners._online import online_epoch
 
 
@@ -83,3 +84,57 @@ def test_predict_kbest_allocation_is_bounded_with_a_clear_error():
     with pytest.raises(MemoryError, match="k-best scratch would need"):
         model.predict_kbest([sp.csr_matrix(rng.random((20000, 4)))], k=100000)
     assert len(model.predict_kbest(X[:1], k=2)[0][0]) == 2
+
+
+_T, _s = np.zeros((2, 2)), np.zeros(2)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    # found by a hostile-input probe: each gave garbage or a foreign message
+    (lambda: pack_chain(np.zeros(2), _s, _s), ValueError, r"transitions must have shape"),
+    (lambda: pack_chain(_T, None, _s), TypeError, "start must be a dense array"),
+    (lambda: pack_chain(_T, _s, np.zeros(3)), ValueError, r"end must have shape \(2,\)"),
+    (lambda: pack_chain(_T + 1j, _s, _s), TypeError, "transitions must hold real"),
+    (lambda: unpack_chain(None), TypeError, "P must be a dense array"),
+    (lambda: unpack_chain(np.zeros((3, 2))), ValueError, "chain parameters must have shape"),
+    (lambda: unpack_chain(np.zeros((4, 0))), ValueError, "one column per label"),
+    (lambda: restrict_scores(np.zeros((3, 2)), np.zeros((4, 2)), allowed_labels="abc"),
+     TypeError, "allowed_labels must be a boolean array"),
+    (lambda: restrict_scores(np.zeros((3, 2)), np.zeros((4, 2)),
+                             allowed_labels=np.full((3, 2), 0.5)), TypeError, "boolean"),
+    (lambda: restrict_scores(np.zeros((3, 2)), np.zeros((4, 2)),
+                             allowed_labels=np.ones(2, bool)), ValueError, r"shape \(3, 2\)"),
+    (lambda: restrict_scores(None, np.zeros((4, 2)), allowed_labels=np.ones((3, 2), bool)),
+     TypeError, "E must be a dense array"),
+    (lambda: restrict_scores(np.zeros((3, 2)), np.zeros((4, 2)), allowed=np.ones((3, 2), bool)),
+     ValueError, r"allowed must have shape \(4, 2\)"),
+    (lambda: joint_feature(np.eye(3), [0.5, 1.7, 0.0], 2), TypeError, "integer labels"),
+    (lambda: joint_feature(np.eye(3), [True, False, True], 2), TypeError, "integer labels"),
+    (lambda: joint_feature(np.eye(3), [0, 1, 0], 2, order=3), ValueError, "order must be"),
+    (lambda: joint_feature(np.eye(3), [0, 5, 0], 2), ValueError, "must lie in"),
+    (lambda: emission_scores(np.eye(3), np.zeros(3)), ValueError, "must be 2-D"),
+    (lambda: emission_scores(np.eye(3), "abc"), TypeError, "W must hold real"),
+    (lambda: allowed_transitions("iob2", "O"), ValueError, "labels: expected a non-empty"),
+    (lambda: allowed_transitions("iob2", []), ValueError, "non-empty"),
+    (lambda: allowed_transitions("iob2", None), ValueError, "non-empty"),
+])
+def test_chain_helpers_check_their_arguments(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(x0=np.full(3, np.nan)), "x0 must be a 1-D array of finite"),
+    (dict(x0=np.ones((2, 2))), "x0 must be a 1-D"),
+    (dict(max_iter=-1), "max_iter must be an int >= 0"),
+    (dict(m=None), "m must be an int >= 1"),
+    (dict(gtol=np.nan), "gtol must be a finite number"),
+    (dict(fun=lambda x: (float("nan"), x)), "fun\\(x0\\) is not finite"),  # was "success"
+])
+def test_lbfgs_checks_its_arguments(kwargs, message):
+    from sklstruct.optimize import lbfgs
+    args = dict(fun=lambda x: (float(x @ x), 2 * x), x0=np.ones(3))
+    args.update(kwargs)
+    fun, x0 = args.pop("fun"), args.pop("x0")
+    with pytest.raises(ValueError, match=message):
+        lbfgs(fun, x0, **args)
