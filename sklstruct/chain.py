@@ -29,7 +29,8 @@ import scipy.sparse as sp
 
 from ._chain import FORBIDDEN_LABEL, ChainData, split_rows
 from ._schemes import SCHEMES
-from ._validation import check_csr_sentence, check_sentence_list, describe
+from ._stacking import stack_csr
+from ._validation import MAX_ABS_FEATURE, check_csr_sentence, check_sentence_list, describe
 from ._viterbi import (_check_labels, _real_array, chain_order, kbest_decode, sequence_score,
                        viterbi_decode)
 
@@ -229,8 +230,12 @@ def as_stacked(X, n_features=None, name="X"):
     """``X`` as :class:`StackedSentences`, validated.
 
     A ``StackedSentences`` is used as it is (it was validated when made); a
-    list of per-sentence matrices (sparse or dense) is checked sentence by
-    sentence and stacked once.  ``n_features``: the column count required.
+    list of per-sentence matrices is stacked once: canonical int32/float64
+    CSR matrices (the common case) checked in C as they are copied
+    (:func:`sklstruct._stacking.stack_csr`), anything else (dense, other
+    formats and dtypes, or a sentence that fails a check) sentence by
+    sentence, with messages naming the sentence.  ``n_features``: the column
+    count required.
     """
     if n_features is not None and (isinstance(n_features, (bool, np.bool_))
                                    or not isinstance(n_features, Integral) or n_features < 0):
@@ -240,6 +245,17 @@ def as_stacked(X, n_features=None, name="X"):
             raise ValueError(f"{name}: has {X.n_features} features; expected {n_features}")
         return X
     X = check_sentence_list(X, name)
+    stacked = stack_csr(X, -1 if n_features is None else n_features, MAX_ABS_FEATURE)
+    if isinstance(stacked, tuple):
+        return StackedSentences._trusted(*stacked)
+    # a sentence is not a canonical int32/float64 CSR matrix, or is invalid:
+    # the general path checks every sentence and names the problem
+    return _stack_checked(X, n_features, name)
+
+
+def _stack_checked(X, n_features, name):
+    """The general path of :func:`as_stacked`: each sentence of the list
+    ``X`` checked (and converted) by ``check_csr_sentence``, then stacked."""
     blocks = []
     for i, x in enumerate(X):
         x = check_csr_sentence(x, f"{name}[{i}]", n_features)

@@ -4,6 +4,8 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score, train_test_split
 from sklearn.utils import _safe_indexing
 
@@ -188,3 +190,88 @@ def test_split_checks_its_arguments(args, error, message):
 def test_as_stacked_checks_n_features(n_features):
     with pytest.raises(TypeError, match="n_features must be an int >= 0"):
         as_stacked([np.eye(2)], n_features=n_features)
+
+
+@st.composite
+def sentence_lists(draw):
+    """Lists of per-sentence matrices, mostly canonical int32/float64 CSR
+    (the fast path), with a mutation now and then that it must leave to the
+    general path: another format or dtype, unsorted or duplicate or
+    out-of-range indices, a bad indptr, non-finite or huge values, an empty
+    sentence, another width."""
+    F = draw(st.integers(1, 5))
+    out = []
+    for _ in range(draw(st.integers(1, 5))):
+        T = draw(st.integers(1, 4))
+        dense = np.array(draw(st.lists(st.sampled_from([0.0, 0.0, 1.0, -2.5, 3.0]),
+                                       min_size=T * F, max_size=T * F))).reshape(T, F)
+        x = sp.csr_matrix(dense)
+        mutation = draw(st.sampled_from(["none"] * 6 + [
+            "dense", "coo", "float32", "int64", "csr_array", "unsorted", "duplicate",
+            "out_of_range", "negative", "indptr", "nan", "huge", "empty", "width"]))
+        if mutation == "dense":
+            x = dense
+        elif mutation == "coo":
+            x = x.tocoo()
+        elif mutation == "float32":
+            x = x.astype(np.float32)
+        elif mutation == "int64":
+            x = sp.csr_matrix((x.data, x.indices.astype(np.int64), x.indptr.astype(np.int64)),
+                              shape=x.shape)
+        elif mutation == "csr_array":
+            x = sp.csr_array(x)
+        elif mutation in ("unsorted", "duplicate", "out_of_range", "negative", "indptr",
+                          "nan", "huge") and x.nnz >= 2:
+            x = sp.csr_matrix((x.data.copy(), x.indices.copy(), x.indptr.copy()), shape=x.shape)
+            if mutation == "unsorted":
+                x.indices[:2] = x.indices[:2][::-1]
+            elif mutation == "duplicate":
+                x.indices[1] = x.indices[0]
+            elif mutation == "out_of_range":
+                x.indices[0] = F + 3
+            elif mutation == "negative":
+                x.indices[0] = -1
+            elif mutation == "indptr":
+                x.indptr[1] = x.nnz + 5
+            else:
+                x.data[0] = np.nan if mutation == "nan" else 1e300
+        elif mutation == "empty":
+            x = sp.csr_matrix((0, F))
+        elif mutation == "width":
+            x = sp.csr_matrix(np.ones((T, F + 1)))
+        out.append(x)
+    return out
+
+
+def _stacked_or_error(stack, X):
+    try:
+        S = stack(X)
+    except (ValueError, TypeError) as exc:
+        return type(exc).__name__, str(exc)
+    M = S.matrix
+    assert M.dtype == np.float64 and M.indices.dtype == np.int32
+    # the arrays themselves: canonical (sorted, no duplicates) on both paths
+    return (M.shape, M.indptr.tolist(), M.indices.tolist(), M.data.tolist(),
+            S.offsets.tolist())
+
+
+@settings(max_examples=300, deadline=None)
+@given(X=sentence_lists())
+def test_the_compiled_stacking_agrees_with_the_checked_path(X):
+    """as_stacked's C path (sklstruct._stacking) gives the matrix, offsets or
+    error message of the sentence-by-sentence path on any list."""
+    from sklstruct.chain import _stack_checked
+    fast = _stacked_or_error(as_stacked, X)
+    slow = _stacked_or_error(lambda X: _stack_checked(list(X), None, "X"), X)
+    assert fast == slow
+
+
+def test_the_compiled_stacking_takes_canonical_csr_lists():
+    from sklstruct._stacking import stack_csr
+    X = [sp.csr_matrix(np.eye(3)[:2]), sp.csr_array(np.eye(3))]
+    matrix, offsets = stack_csr(X, -1, 1e100)
+    np.testing.assert_array_equal(matrix.toarray(), np.vstack([np.eye(3)[:2], np.eye(3)]))
+    assert offsets.tolist() == [0, 2, 5]
+    # the general path's cases: the index of the first sentence it leaves
+    assert stack_csr(X + [np.eye(3)], -1, 1e100) == 2
+    assert stack_csr(X, 4, 1e100) == 0
