@@ -7,7 +7,9 @@ scikit-learn's own input checks raise.  Checks run before any state is touched a
 compiled code sees the data, so a kernel with bounds checks off can never read
 out of bounds.
 """
+import math
 import os
+
 import reprlib
 from collections.abc import Mapping, Set
 from numbers import Integral, Real
@@ -28,6 +30,11 @@ MAX_ABS_FEATURE = 1e100
 
 #: Largest slack weight / step cap ``C`` accepted (the dual variables sum to C).
 MAX_C = 1e100
+
+#: Largest iteration, sweep or step count (and example id) accepted: the
+#: kernels count in C ints, and a count beyond that would run for days (an id
+#: indexes per-example arrays as long as the largest id).
+MAX_COUNT = 2**31 - 1
 
 
 def _physical_memory():
@@ -54,6 +61,7 @@ def check_alloc(what, *factors, remedy="use a smaller k or split long sentences"
         raise MemoryError(f"{what} would need {total / 2**30:.1f} GiB, more than this "
                           f"machine's {MAX_ALLOC_BYTES / 2**30:.1f} GiB; {remedy}")
     return total
+
 
 #: The ``n_jobs`` constraint of the estimators that run threads (joblib's
 #: convention: None, a positive count, or -1, -2, ... for all CPUs but some).
@@ -178,6 +186,15 @@ def check_feature_values(data, where_of):
 
 def _checked_sparse(x, where):
     """Check a SciPy sparse matrix's arrays, then convert it to CSR float64."""
+    _check_sparse_structure(x, where)
+    x = sp.csr_matrix(x, dtype=np.float64)
+    x.sum_duplicates()
+    return x
+
+
+def _check_sparse_structure(x, where):
+    """Check a SciPy sparse matrix's shape, dtype and index arrays (SciPy's
+    own routines trust them) without converting or touching it."""
     if len(x.shape) != 2:
         raise ValueError(f"{where}: expected a 2-D feature matrix; got a sparse array of "
                          f"shape {x.shape}")
@@ -227,9 +244,6 @@ def _checked_sparse(x, where):
             if c.size and (c.min() < 0 or c.max() >= size):
                 raise ValueError(f"{where}: malformed sparse matrix ({axis} indices outside "
                                  f"[0, {size}))")
-    x = sp.csr_matrix(x, dtype=np.float64)
-    x.sum_duplicates()
-    return x
 
 
 # -- labels -------------------------------------------------------------------------------
@@ -368,6 +382,61 @@ def check_k(k, name="k"):
     if not 1 <= k <= MAX_K:
         raise ValueError(f"{name} must be an integer in [1, {MAX_K}]; got {k}")
     return int(k)
+
+
+def check_number(value, name, lo=None, hi=None, integer=False, lo_open=False):
+    """``value`` as a float (an int with ``integer``) in ``[lo, hi]``
+    (``(lo, hi]`` with ``lo_open``; None: unbounded), checked before any
+    conversion: a bool, string, None, array or NaN would otherwise be parsed,
+    truncated or compared False everywhere.  Raises ``InputTypeError`` for the
+    wrong kind of object, ``ValueError`` for a number out of range, e.g.
+    ``"tol must be a finite number >= 0; got nan"``."""
+    def show(x):
+        return str(x) if isinstance(x, Integral) else f"{x:g}"
+    rule = "an integer" if integer else "a finite number"
+    if lo is not None and hi is not None:
+        rule += f" in {'(' if lo_open else '['}{show(lo)}, {show(hi)}]"
+    elif lo is not None:
+        rule += f" {'>' if lo_open else '>='} {show(lo)}"
+    elif hi is not None:
+        rule += f" <= {show(hi)}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral if integer else Real):
+        raise InputTypeError(f"{name} must be {rule}; got {describe(value)}")
+    try:
+        number = int(value) if integer else float(value)
+    except OverflowError:       # an int beyond the float range (10**400)
+        number = math.inf
+    if not (math.isfinite(number) and (lo is None or (number > lo if lo_open else number >= lo))
+            and (hi is None or number <= hi)):
+        raise ValueError(f"{name} must be {rule}; got {describe(value)}")
+    return number
+
+
+def check_real_array(x, name, ndim, max_abs=math.inf):
+    """``x`` as a NumPy array of ``ndim`` dimensions of real numbers, each
+    finite and at most ``max_abs`` in absolute value (not converted: the
+    caller picks the dtype).  Strings, complex numbers, None, sparse matrices
+    and ragged lists are refused: NumPy would parse ``'1'``, drop imaginary
+    parts or build an object array."""
+    what = f"{name} must be a {ndim}-D array of real numbers"
+    if x is None or isinstance(x, (str, bytes)) or sp.issparse(x):
+        raise InputTypeError(f"{what}; got {describe(x)}")
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InputTypeError(f"{what} ({exc})") from None
+    if arr.dtype.kind not in "biuf":
+        raise InputTypeError(f"{what}; got dtype {arr.dtype}")
+    if arr.ndim != ndim:
+        raise ValueError(f"{what}; got shape {arr.shape}")
+    bad = ~(np.abs(arr) <= max_abs)
+    if bad.any():
+        where = np.unravel_index(int(np.flatnonzero(bad)[0]), arr.shape)
+        value = arr[where].item()
+        kind = "is not finite" if not math.isfinite(value) else \
+            f"exceeds {max_abs:g} in absolute value (scale the problem)"
+        raise ValueError(f"{name}[{', '.join(map(str, where))}] = {value!r} {kind}")
+    return arr
 
 
 def sentence_tags(tags, **input_tags):

@@ -50,7 +50,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._progress import report
-from ._qp import block_smo, solve_simplex_qp
+from ._qp import _solve_simplex_qp_unchecked, block_smo, solve_simplex_qp
+from ._validation import (MAX_ABS_FEATURE, MAX_C, MAX_COUNT, InputTypeError,
+                          _check_sparse_structure, check_number, check_real_array, describe)
 
 __all__ = ["CuttingPlane", "WorkingSetQP", "solve_simplex_qp"]
 
@@ -71,20 +73,33 @@ class WorkingSetQP:
     max_dense : int, default=8192
         With ``gram="auto"``: the largest working set kept with a dense
         Gram matrix (8192 constraints: 512 MB).
+    n_examples : int or None, default=None
+        Number of examples, if known: example ids must be below it.  Without
+        it ids must be below ``2**31 - 1`` (the slacks are an array as long as
+        the largest id).
+
+    Every argument of the constructor and of :meth:`add`, :meth:`solve` and
+    :meth:`remove_idle` is checked before any work; a wrong one raises a
+    ``ValueError`` or ``TypeError`` naming it.
     """
 
-    def __init__(self, n_features, cap, gram="dense", max_dense=8192):
-        if cap <= 0:
-            raise ValueError("cap (C / n) must be > 0")
+    def __init__(self, n_features, cap, gram="dense", max_dense=8192, n_examples=None):
+        n_features = check_number(n_features, "n_features", lo=1, integer=True)
+        cap = check_number(cap, "cap (C / n)", lo=0, hi=MAX_C, lo_open=True)
         if gram not in ("dense", "blocks", "auto"):
             raise ValueError(f"gram must be 'dense', 'blocks' or 'auto'; got {gram!r}")
+        max_dense = check_number(max_dense, "max_dense", lo=0, integer=True)
+        if n_examples is not None:
+            n_examples = check_number(n_examples, "n_examples", lo=1, hi=MAX_COUNT,
+                                      integer=True)
         self.gram = gram
-        self.max_dense = int(max_dense)
+        self.max_dense = max_dense
+        self.n_examples = n_examples
         self._mode = "blocks" if gram == "blocks" else "dense"
-        self._w = np.zeros(int(n_features))
+        self._w = np.zeros(n_features)
         self._blocks = {}       # example -> (row ids, rows, Gram block), gram="blocks"
-        self.n_features = int(n_features)
-        self.cap = float(cap)
+        self.n_features = n_features
+        self.cap = cap
         self.rows = sp.csr_matrix((0, self.n_features))
         self.b = np.zeros(0)
         self.example = np.zeros(0, dtype=np.int64)
@@ -104,13 +119,10 @@ class WorkingSetQP:
         return self._Kbuf[:m, :m]
 
     def add(self, rows, b, example):
-        """Add constraints: ``rows`` (m, d) sparse ``a_k``, offsets ``b``,
-        example ids."""
-        rows = sp.csr_matrix(rows, dtype=np.float64)
-        b = np.asarray(b, dtype=np.float64).ravel()
-        example = np.asarray(example, dtype=np.int64).ravel()
-        if rows.shape[1] != self.n_features or rows.shape[0] != len(b) or len(b) != len(example):
-            raise ValueError("constraint rows, offsets and example ids do not match")
+        """Add constraints: ``rows`` (m, d) sparse or dense ``a_k``, offsets
+        ``b`` (m,), example ids (m,), all finite (rows and offsets at most
+        1e100 in absolute value), ids integers in ``[0, n_examples)``."""
+        rows, b, example = self._checked_constraints(rows, b, example)
         if self.gram == "auto" and self._mode == "dense" and (
                 self.n_constraints + len(b) > self.max_dense):
             # from here on: w and per-example blocks instead of K
@@ -156,9 +168,41 @@ class WorkingSetQP:
         self.alpha = np.concatenate([self.alpha, np.zeros(len(b))])
         self.idle = np.concatenate([self.idle, np.zeros(len(b), dtype=np.int64)])
 
+    def _checked_constraints(self, rows, b, example):
+        """The arguments of :meth:`add` as CSR float64 rows, float64 offsets
+        and int64 ids, or an error naming the argument."""
+        if sp.issparse(rows):
+            # the structure first (SciPy trusts it); not normalised, so that
+            # the sums over the rows keep their order
+            _check_sparse_structure(rows, "rows")
+            rows = sp.csr_matrix(rows, dtype=np.float64)
+            check_real_array(rows.data, "rows.data", 1, MAX_ABS_FEATURE)
+        else:
+            rows = sp.csr_matrix(check_real_array(rows, "rows", 2, MAX_ABS_FEATURE),
+                                 dtype=np.float64)
+        if rows.shape[1] != self.n_features:
+            raise ValueError(f"rows has {rows.shape[1]} columns; expected n_features = "
+                             f"{self.n_features}")
+        b = check_real_array(b, "b", 1, MAX_ABS_FEATURE).astype(np.float64, copy=False)
+        ids = check_real_array(example, "example", 1)
+        if ids.size and ids.dtype.kind not in "iu":
+            # a float id would be truncated, a bool taken for 0 or 1
+            raise InputTypeError(f"example ids must be integers; got dtype {ids.dtype}")
+        bound = MAX_COUNT if self.n_examples is None else self.n_examples - 1
+        if ids.size and (ids.min() < 0 or ids.max() > bound):
+            bad = ids[(ids < 0) | (ids > bound)][0]
+            why = "n_examples - 1" if self.n_examples is not None else \
+                "2**31 - 1: the slacks are an array as long as the largest id"
+            raise ValueError(f"example ids must be in [0, {bound}] ({why}); got {bad}")
+        if not rows.shape[0] == len(b) == len(ids):
+            raise ValueError(f"rows, b and example must have one entry per constraint; got "
+                             f"{rows.shape[0]} rows, {len(b)} offsets, {len(ids)} ids")
+        return rows, b, ids.astype(np.int64, copy=False)
+
     def remove_idle(self, patience):
         """Drop constraints whose dual variable stayed 0 for ``patience``
-        solves (they do not change the solution)."""
+        solves (they do not change the solution); ``patience`` an int >= 1."""
+        patience = check_number(patience, "patience", lo=1, hi=MAX_COUNT, integer=True)
         keep = self.idle < patience
         if keep.all():
             return 0
@@ -204,16 +248,19 @@ class WorkingSetQP:
 
     def solve(self, tol=1e-6, max_sweeps=1000):
         """Block coordinate ascent (:func:`~sklstruct._qp.block_smo`) until every example's
-        KKT violation is at most ``tol``.  Returns the number of sweeps."""
+        KKT violation is at most ``tol`` (a finite number >= 0), for at most
+        ``max_sweeps`` sweeps (an int >= 1).  Returns the number of sweeps."""
+        tol = check_number(tol, "tol", lo=0)
+        max_sweeps = check_number(max_sweeps, "max_sweeps", lo=1, hi=MAX_COUNT, integer=True)
         if not self.n_constraints:
             return 0
         if self._mode == "blocks":
-            return self._solve_blocks(float(tol), int(max_sweeps))
+            return self._solve_blocks(tol, max_sweeps)
         order = np.argsort(self.example, kind="stable").astype(np.int64)
         starts = np.flatnonzero(np.diff(self.example[order])) + 1
         ptr = np.concatenate([[0], starts, [len(order)]]).astype(np.int64)
-        sweeps, _ = block_smo(self._Kbuf, self.b, self.alpha, self.grad, ptr, order, self.cap, float(tol),
-                        int(max_sweeps))
+        sweeps, _ = block_smo(self._Kbuf, self.b, self.alpha, self.grad, ptr, order, self.cap,
+                              tol, max_sweeps)
         self.idle = np.where(self.alpha > 0, 0, self.idle + 1)
         return sweeps
 
@@ -229,7 +276,8 @@ class WorkingSetQP:
     def _solve_blocks(self, tol, max_sweeps):
         """Block coordinate ascent without the full Gram matrix: each block's
         problem (with one more variable, the unused part of ``cap``, whose
-        row is zero) by :func:`~sklstruct._qp.solve_simplex_qp`, then
+        row is zero) by :func:`~sklstruct._qp.solve_simplex_qp` (unchecked:
+        the block is a Gram matrix of checked rows), then
         ``w += A_i' (alpha_new - alpha_old)``."""
         order = np.argsort(self.example, kind="stable")
         bounds = np.flatnonzero(np.r_[True, np.diff(self.example[order]) != 0, True])
@@ -255,7 +303,7 @@ class WorkingSetQP:
                 G_aug[1:, 1:] = G
                 ell = np.concatenate([[0.0], g + G @ a])
                 start = np.concatenate([[max(free, 0.0)], a])
-                new = solve_simplex_qp(G_aug, ell, start, tol=0.1 * tol)[0][1:]
+                new = _solve_simplex_qp_unchecked(G_aug, ell, start, tol=0.1 * tol)[0][1:]
                 self._w += rows.T @ (new - a)
                 self.alpha[idx] = new
             if worst <= tol:
@@ -356,14 +404,19 @@ class CuttingPlane:
                  gram="auto", cache_size=10, max_cached=20, verbose=0, name="CuttingPlane"):
         if solver not in ("1-slack", "n-slack"):
             raise ValueError(f"solver must be '1-slack' or 'n-slack'; got {solver!r}")
-        self.C = C
+        if gram not in ("dense", "blocks", "auto"):
+            raise ValueError(f"gram must be 'dense', 'blocks' or 'auto'; got {gram!r}")
+        self.C = check_number(C, "C", lo=0, hi=MAX_C, lo_open=True)
         self.solver = solver
-        self.max_iter = max_iter
-        self.tol = tol
-        self.qp_tol = qp_tol
+        self.max_iter = check_number(max_iter, "max_iter", lo=1, hi=MAX_COUNT, integer=True)
+        self.tol = check_number(tol, "tol", lo=0)
+        self.qp_tol = check_number(qp_tol, "qp_tol", lo=0)
         self.gram = gram
-        self.cache_size = cache_size
-        self.max_cached = max_cached
+        # (cache_size=0 would keep every output: del lst[:-0] deletes nothing)
+        self.cache_size = check_number(cache_size, "cache_size", lo=1, hi=MAX_COUNT,
+                                       integer=True)
+        self.max_cached = check_number(max_cached, "max_cached", lo=0, hi=MAX_COUNT,
+                                       integer=True)
         self.verbose = verbose
         self.name = name
 
@@ -375,9 +428,10 @@ class CuttingPlane:
         oracle : object
             ``most_violated``, ``loss`` and ``feature_difference`` (see Notes).
         n_samples : int
-            Number of examples ``n``.
+            Number of examples ``n`` (``most_violated`` must return one
+            output per example).
         w0 : ndarray of shape (n_features,)
-            The centre of the regularizer (and the first ``w``).
+            The centre of the regularizer (and the first ``w``), finite.
         start : float or None, default=None
             ``time.perf_counter()`` at which the ``seconds`` of the history
             start (None: now).
@@ -385,15 +439,62 @@ class CuttingPlane:
         Returns
         -------
         self
+
+        Raises ``ValueError`` or ``TypeError`` naming the argument for a
+        wrong one (before any work), and naming the example for an oracle
+        output that is not finite, of the wrong shape, or not one per example.
         """
+        missing = [m for m in ("most_violated", "loss", "feature_difference")
+                   if not callable(getattr(oracle, m, None))]
+        if missing:
+            raise InputTypeError(f"oracle must have the methods most_violated, loss and "
+                                 f"feature_difference; {describe(oracle)} lacks "
+                                 f"{', '.join(missing)}")
+        n_samples = check_number(n_samples, "n_samples", lo=1, hi=MAX_COUNT, integer=True)
+        w0 = check_real_array(w0, "w0", 1)
+        if not len(w0):
+            raise ValueError("w0 must have at least one feature; got shape (0,)")
+        if start is not None:
+            start = check_number(start, "start")
         self._start = time.perf_counter() if start is None else start
         self._w0 = np.asarray(w0, dtype=np.float64)
         self.w_ = self._w0.copy()
         self.history_ = []
         self.converged_ = False
         solve = self._one_slack if self.solver == "1-slack" else self._n_slack
-        self.n_iter_ = solve(oracle, int(n_samples))
+        self.n_iter_ = solve(oracle, n_samples)
         return self
+
+    def _most_violated(self, oracle, n):
+        """The oracle's outputs at ``w_`` and their values, checked: one per
+        example, finite values (a NaN would stop training as converged)."""
+        found = list(oracle.most_violated(self.w_))
+        if len(found) != n:
+            raise ValueError(f"oracle.most_violated returned {len(found)} outputs; expected one "
+                             f"per example (n_samples = {n})")
+        for i, pair in enumerate(found):
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                raise InputTypeError(f"oracle.most_violated: the output of example {i} must be "
+                                     f"a pair (y, value); got {describe(pair)}")
+        values = np.array([check_number(v, f"oracle.most_violated: the value of example {i}")
+                           for i, (_, v) in enumerate(found)])
+        return found, values
+
+    def _constraint(self, oracle, i, y):
+        """``Delta`` and ``Delta * dPsi`` of example ``i``'s output ``y``, checked:
+        a finite loss >= 0, a finite (1, n_features) feature difference."""
+        d = check_number(oracle.loss(i, y), f"oracle.loss of example {i}", lo=0)
+        row = oracle.feature_difference(i, y)
+        where = f"oracle.feature_difference of example {i}"
+        if sp.issparse(row):
+            _check_sparse_structure(row, where)
+            check_real_array(row.data, f"{where}: data", 1)
+        else:
+            row = check_real_array(row, where, 2)
+        if row.shape != (1, len(self._w0)):
+            raise ValueError(f"{where} has shape {row.shape}; expected (1, {len(self._w0)}), "
+                             "the shape of w0 as a row")
+        return d, d * row
 
     def _primal(self, values):
         """The primal objective at the current weights, from every example's
@@ -422,20 +523,18 @@ class CuttingPlane:
     def _n_slack(self, oracle, n):
         """n-slack cutting planes: one constraint per violating example."""
         w0 = self._w0
-        qp = self.qp_ = WorkingSetQP(len(w0), self.C / n, gram=self.gram)
+        qp = self.qp_ = WorkingSetQP(len(w0), self.C / n, gram=self.gram, n_examples=n)
         for it in range(1, self.max_iter + 1):
-            found = oracle.most_violated(self.w_)
+            found, values = self._most_violated(oracle, n)
             xi = np.zeros(n)
             ws = qp.slacks()
             xi[:len(ws)] = ws
-            values = np.array([v for _, v in found])
             primal = self._primal(values)
             new = [(i, y) for i, (y, v) in enumerate(found)
                    if y is not None and v > xi[i] + self.tol]
             if new:
-                deltas = [oracle.loss(i, y) for i, y in new]
-                rows = sp.vstack([d * oracle.feature_difference(i, y)
-                                  for (i, y), d in zip(new, deltas)], format="csr")
+                deltas, rows = zip(*(self._constraint(oracle, i, y) for i, y in new))
+                rows = sp.vstack(rows, format="csr")
                 deltas = np.array(deltas)
                 # Delta (w0 + u) . dPsi >= Delta - xi  <=>  u . a >= Delta - a . w0
                 qp.add(rows, deltas - rows @ w0, [i for i, _ in new])
@@ -449,7 +548,7 @@ class CuttingPlane:
     def _one_slack(self, oracle, n):
         """1-slack cutting planes with a cache of the outputs the oracle
         returned.  Returns the number of oracle passes."""
-        self.qp_ = WorkingSetQP(len(self._w0), self.C)
+        self.qp_ = WorkingSetQP(len(self._w0), self.C, n_examples=1)
         cache = {}        # example -> list of (Delta * dPsi row, Delta), newest last
         stacked = None
         passes = it = cached_run = 0
@@ -471,14 +570,13 @@ class CuttingPlane:
                     continue
             cached_run = 0
             passes += 1
-            found = oracle.most_violated(self.w_)
-            values = np.array([v for _, v in found])
+            found, values = self._most_violated(oracle, n)
             primal = self._primal(values)
             viol = []
             for i, (y, _) in enumerate(found):
                 if y is not None:
-                    d = oracle.loss(i, y)
-                    viol.append((i, d * oracle.feature_difference(i, y), d))
+                    d, row = self._constraint(oracle, i, y)
+                    viol.append((i, row, d))
             for i, row, d in viol:
                 cache.setdefault(i, []).append((row, d))
                 del cache[i][:-self.cache_size]

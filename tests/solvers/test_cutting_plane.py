@@ -133,3 +133,98 @@ def test_cutting_plane_verbose(capsys):
     CuttingPlane(1.0, max_iter=3, verbose=1, name="Toy").fit(oracle, len(oracle.y),
                                                              np.zeros(oracle.d * oracle.K))
     assert capsys.readouterr().out.startswith("-- [Toy] Iteration 1: violated")
+
+
+# -- hostile arguments and oracle outputs: refused naming the argument or example -----
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"C": INF}, ValueError, r"C must be a finite number in \(0, 1e\+100\]; got inf"),
+    ({"C": NAN}, ValueError, r"C must be a finite number in \(0, 1e\+100\]; got nan"),
+    ({"C": 0.0}, ValueError, r"C must be a finite number in \(0, 1e\+100\]; got 0.0"),
+    ({"C": None}, TypeError, r"C must be a finite number in \(0, 1e\+100\]; got None"),
+    ({"C": "1"}, TypeError, r"C must be a finite number in \(0, 1e\+100\]; got '1'"),
+    ({"max_iter": 0}, ValueError, r"max_iter must be an integer in \[1, 2147483647\]; got 0"),
+    ({"max_iter": -1}, ValueError, r"max_iter must be an integer in \[1, 2147483647\]; got -1"),
+    ({"max_iter": None}, TypeError, r"max_iter must be an integer in \[1, 2147483647\]; got None"),
+    ({"max_iter": 2.5}, TypeError, r"max_iter must be an integer in \[1, 2147483647\]; got 2.5"),
+    ({"tol": NAN}, ValueError, r"tol must be a finite number >= 0; got nan"),
+    ({"tol": -0.1}, ValueError, r"tol must be a finite number >= 0; got -0.1"),
+    ({"qp_tol": NAN}, ValueError, r"qp_tol must be a finite number >= 0; got nan"),
+    ({"cache_size": -1}, ValueError, r"cache_size must be an integer in \[1, 2147483647\]"),
+    ({"cache_size": 0}, ValueError, r"cache_size must be an integer in \[1, 2147483647\]"),
+    ({"max_cached": -1}, ValueError, r"max_cached must be an integer in \[0, 2147483647\]"),
+    ({"gram": "bad"}, ValueError, r"gram must be 'dense', 'blocks' or 'auto'; got 'bad'"),
+])
+def test_cutting_plane_refuses_hostile_parameters(kwargs, error, match):
+    kwargs = {"C": 1.0} | kwargs
+    with pytest.raises(error, match=match):
+        CuttingPlane(kwargs.pop("C"), **kwargs)
+
+
+class Corrupted:
+    """An oracle whose output for example 2 is corrupted: its value
+    (``part="value"``), its loss or its feature difference (``"dpsi"``).  It
+    reads the weights it knows only, so that a ``w0`` of the wrong length
+    reaches the check of the feature differences."""
+
+    def __init__(self, oracle, part=None, bad=NAN):
+        self.oracle, self.part, self.bad = oracle, part, bad
+
+    def most_violated(self, w):
+        out = self.oracle.most_violated(np.resize(w, self.oracle.d * self.oracle.K))
+        if self.part == "value":
+            out[2] = (out[2][0], self.bad)
+        return out
+
+    def loss(self, i, y):
+        return self.bad if self.part == "loss" and i == 2 else self.oracle.loss(i, y)
+
+    def feature_difference(self, i, y):
+        row = self.oracle.feature_difference(i, y)
+        if self.part == "dpsi" and i == 2:
+            row.data[0] = self.bad
+        return row
+
+
+N_RULE = r"n_samples must be an integer in \[1, 2147483647\]; got "
+
+
+@pytest.mark.parametrize("solver", ["n-slack", "1-slack"])
+@pytest.mark.parametrize("change, error, match", [
+    ({"oracle": None}, TypeError, r"oracle must have the methods most_violated, loss and "
+                                  r"feature_difference; None lacks most_violated, loss"),
+    ({"n_samples": 0}, ValueError, N_RULE + "0"),
+    ({"n_samples": -1}, ValueError, N_RULE + "-1"),
+    ({"n_samples": 2**63}, ValueError, N_RULE + "9223372036854775808"),
+    ({"n_samples": "2"}, TypeError, N_RULE + "'2'"),
+    ({"n_samples": 2.5}, TypeError, N_RULE + "2.5"),
+    ({"n_samples": None}, TypeError, N_RULE + "None"),
+    ({"n_samples": 16}, ValueError, r"oracle.most_violated returned 15 outputs; expected one "
+                                    r"per example \(n_samples = 16\)"),
+    ({"n_samples": 14}, ValueError, r"returned 15 outputs; .*\(n_samples = 14\)"),
+    ({"w0": None}, TypeError, r"w0 must be a 1-D array of real numbers; got None"),
+    ({"w0": np.full(9, NAN)}, ValueError, r"w0\[0\] = nan is not finite"),
+    ({"oracle": "nothing", "w0": np.zeros(10)}, ValueError,
+     r"oracle.feature_difference of example \d+ has shape \(1, 9\); expected \(1, 10\)"),
+    ({"w0": np.zeros(0)}, ValueError, r"w0 must have at least one feature"),
+    ({"start": NAN}, ValueError, r"start must be a finite number; got nan"),
+    ({"oracle": "value"}, ValueError, r"oracle.most_violated: the value of example 2 must be "
+                                      r"a finite number; got nan"),
+    ({"oracle": ("value", INF)}, ValueError, r"the value of example 2 must be a finite number"),
+    ({"oracle": ("loss", INF)}, ValueError, r"oracle.loss of example 2 must be a finite number "
+                                            r">= 0; got inf"),
+    ({"oracle": ("loss", -1.0)}, ValueError, r"oracle.loss of example 2 must be a finite"),
+    ({"oracle": "dpsi"}, ValueError, r"oracle.feature_difference of example 2: data\[0\] = nan "
+                                     r"is not finite"),
+])
+def test_cutting_plane_fit_refuses_hostile_arguments(solver, change, error, match):
+    oracle = problem(0)
+    args = {"oracle": oracle, "n_samples": len(oracle.y), "w0": np.zeros(9)} | change
+    if isinstance(args["oracle"], (str, tuple)):      # part, or (part, bad value)
+        part = args["oracle"]
+        args["oracle"] = Corrupted(oracle, *(part if isinstance(part, tuple) else (part,)))
+    with pytest.raises(error, match=match):
+        CuttingPlane(1.0, solver=solver).fit(**args)
