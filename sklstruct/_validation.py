@@ -9,7 +9,6 @@ out of bounds.
 """
 import math
 import os
-
 import reprlib
 from collections.abc import Mapping, Set
 from numbers import Integral, Real
@@ -412,20 +411,21 @@ def check_number(value, name, lo=None, hi=None, integer=False, lo_open=False):
     return number
 
 
-def check_real_array(x, name, ndim, max_abs=math.inf):
-    """``x`` as a NumPy array of ``ndim`` dimensions of real numbers, each
-    finite and at most ``max_abs`` in absolute value (not converted: the
-    caller picks the dtype).  Strings, complex numbers, None, sparse matrices
+def check_real_array(x, name, ndim, max_abs=math.inf, kinds="biuf"):
+    """``x`` as a NumPy array of ``ndim`` dimensions of real numbers (dtype
+    kinds ``kinds``: booleans too by default), each finite and at most
+    ``max_abs`` in absolute value (not converted: the caller picks the
+    dtype).  Strings, complex numbers, None, sparse matrices, masked arrays
     and ragged lists are refused: NumPy would parse ``'1'``, drop imaginary
-    parts or build an object array."""
+    parts, ignore the mask or build an object array."""
     what = f"{name} must be a {ndim}-D array of real numbers"
-    if x is None or isinstance(x, (str, bytes)) or sp.issparse(x):
+    if x is None or isinstance(x, (str, bytes, np.ma.MaskedArray)) or sp.issparse(x):
         raise InputTypeError(f"{what}; got {describe(x)}")
     try:
         arr = np.asarray(x)
     except (TypeError, ValueError, OverflowError) as exc:
         raise InputTypeError(f"{what} ({exc})") from None
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in kinds:
         raise InputTypeError(f"{what}; got dtype {arr.dtype}")
     if arr.ndim != ndim:
         raise ValueError(f"{what}; got shape {arr.shape}")

@@ -24,9 +24,8 @@ cost (Mancev & Todorovic, eq. 12) is decoding on ``E + cost * [y_t != gold_t]``.
 from numbers import Real
 
 import numpy as np
-import scipy.sparse as sp
 
-from sklstruct._validation import check_alloc, check_k, describe
+from sklstruct._validation import check_alloc, check_k, check_real_array, describe
 
 from libc.stdlib cimport malloc, free
 from libc.math cimport INFINITY, isfinite
@@ -614,17 +613,11 @@ def _check_labels(labels, Py_ssize_t T, Py_ssize_t L, name):
     return np.ascontiguousarray(arr, dtype=np.int32)
 
 
-def _real_array(a, name):
-    """``a`` as a contiguous float64 array, refusing what np.asarray would
-    turn into numbers silently: None (-> nan), strings (parsed), complex
-    (imaginary part dropped), booleans, sparse and masked arrays."""
-    if a is None or sp.issparse(a) or isinstance(a, np.ma.MaskedArray):
-        raise TypeError(f"{name} must be a dense array of real numbers; got "
-                        f"{type(a).__name__}")
-    arr = np.asarray(a)
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must hold real numbers; got dtype {arr.dtype}")
-    return np.ascontiguousarray(arr, dtype=np.float64)
+def _real_array(a, name, ndim=2):
+    """``a`` as a contiguous float64 array of ``ndim`` dimensions of finite
+    real numbers (booleans refused too: a mask is not scores)."""
+    return np.ascontiguousarray(check_real_array(a, name, ndim, kinds="iuf"),
+                                dtype=np.float64)
 
 
 def _check_cost(cost):
@@ -656,8 +649,6 @@ def _check_chain(E, P, gold=None):
         raise ValueError(f"emission scores must be a non-empty 2-D array (T, L); got shape {E.shape}")
     L = E.shape[1]
     chain_order(P, L)
-    if not (np.isfinite(E).all() and np.isfinite(P).all()):
-        raise ValueError("emission scores and chain parameters must be finite")
     if gold is not None:
         gold = _check_labels(gold, E.shape[0], L, "gold labels")
     return E, P, gold

@@ -30,7 +30,8 @@ import scipy.sparse as sp
 from ._chain import FORBIDDEN_LABEL, ChainData, split_rows
 from ._schemes import SCHEMES
 from ._stacking import stack_csr
-from ._validation import MAX_ABS_FEATURE, check_csr_sentence, check_sentence_list, describe
+from ._validation import (MAX_ABS_FEATURE, check_csr_sentence, check_number, check_sentence_list,
+                          describe)
 from ._viterbi import (_check_labels, _real_array, chain_order, kbest_decode, sequence_score,
                        viterbi_decode)
 
@@ -153,13 +154,8 @@ class StackedSentences(Sequence):
         sentence, or of sentences ``start:stop`` when ``per_token`` holds
         their rows only."""
         n = len(self)
-        stop = n if stop is None else stop
-        for arg, value in (("start", start), ("stop", stop)):
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
-                raise TypeError(f"{arg} must be a sentence index (int); got {describe(value)}")
-        if not 0 <= start <= stop <= n:
-            raise ValueError(f"start and stop must satisfy 0 <= start <= stop <= {n}; got "
-                             f"{start} and {stop}")
+        start = check_number(start, "start", 0, n, integer=True)
+        stop = check_number(n if stop is None else stop, "stop", start, n, integer=True)
         per_token = np.asarray(per_token)
         rows = int(self.offsets[stop] - self.offsets[start])
         if per_token.ndim < 1 or per_token.shape[0] != rows:
@@ -237,9 +233,8 @@ def as_stacked(X, n_features=None, name="X"):
     sentence, with messages naming the sentence.  ``n_features``: the column
     count required.
     """
-    if n_features is not None and (isinstance(n_features, (bool, np.bool_))
-                                   or not isinstance(n_features, Integral) or n_features < 0):
-        raise TypeError(f"n_features must be an int >= 0 or None; got {describe(n_features)}")
+    if n_features is not None:
+        n_features = check_number(n_features, "n_features", 0, integer=True)
     if isinstance(X, StackedSentences):
         if n_features is not None and X.n_features != n_features:
             raise ValueError(f"{name}: has {X.n_features} features; expected {n_features}")
@@ -275,13 +270,13 @@ def pack_chain(transitions, start, end, trigrams=None):
     with ``trigrams`` (L, L, L), a second-order chain, P (L + 2 + L * L, L)
     whose row ``L + 2 + a * L + b`` is ``trigrams[a, b]``."""
     transitions = _real_array(transitions, "transitions")
-    L = transitions.shape[0] if transitions.ndim else 0
+    L = transitions.shape[0]
     parts = [("transitions", transitions, (L, L)), ("start", start, (L,)), ("end", end, (L,))]
     if trigrams is not None:
         parts.append(("trigrams", trigrams, (L, L, L)))
     blocks = []
     for name, value, shape in parts:
-        value = _real_array(value, name)
+        value = _real_array(value, name, len(shape))
         if value.shape != shape or not L:
             raise ValueError(f"{name} must have shape {shape} (L = {L} labels, from "
                              f"transitions {transitions.shape}); got {value.shape}")
@@ -293,9 +288,8 @@ def unpack_chain(P):
     """The inverse of :func:`pack_chain`: copies of (transitions, start, end,
     trigrams), ``trigrams`` of shape (L, L, L) or None for a first-order P."""
     P = _real_array(P, "P")
-    if P.ndim != 2 or not P.shape[1]:
-        raise ValueError(f"P must be a 2-D array with one column per label; got shape "
-                         f"{P.shape}")
+    if not P.shape[1]:
+        raise ValueError(f"P must have one column per label; got shape {P.shape}")
     L = P.shape[1]
     chain_order(P, L)
     trigrams = P[L + 2:].reshape(L, L, L).copy() if P.shape[0] > L + 2 else None
@@ -393,8 +387,6 @@ def restrict_scores(E, P, allowed_labels=None, allowed=None):
         Copies with the forbidden scores (the inputs when no restriction).
     """
     P = _real_array(P, "P")
-    if P.ndim != 2:
-        raise ValueError(f"P must be a 2-D array; got shape {P.shape}")
     L = P.shape[1]
     chain_order(P, L)
     if allowed_labels is not None:
@@ -423,7 +415,7 @@ def _bool_array(a, name, shape):
 def emission_scores(x, W):
     """Emission scores ``E = x @ W`` of one sentence, as a dense (T, L) array."""
     W = _real_array(W, "W")
-    if W.ndim != 2 or np.ndim(x) != 2 or x.shape[1] != W.shape[0]:
+    if np.ndim(x) != 2 or x.shape[1] != W.shape[0]:
         raise ValueError(f"x (T, F) and W (F, L) must be 2-D with W's rows x's columns; "
                          f"got shapes {np.shape(x)} and {W.shape}")
     E = x @ W
@@ -455,9 +447,7 @@ def joint_feature(x, y, n_labels, order=1):
     """
     if order not in (1, 2) or isinstance(order, (bool, np.bool_)):
         raise ValueError(f"order must be 1 or 2; got {describe(order)}")
-    if isinstance(n_labels, (bool, np.bool_)) or not isinstance(n_labels, Integral) \
-            or n_labels < 1:
-        raise ValueError(f"n_labels must be an int >= 1; got {describe(n_labels)}")
+    n_labels = check_number(n_labels, "n_labels", 1, integer=True)
     if np.ndim(x) != 2:
         raise ValueError(f"x must be a 2-D matrix (T, F); got shape {np.shape(x)}")
     y = _check_labels(y, x.shape[0], n_labels, "y").astype(np.intp)

@@ -11,7 +11,6 @@ against scipy's L-BFGS-B on the same problems.
 """
 import warnings
 from collections import deque
-from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg.blas import daxpy
@@ -22,7 +21,7 @@ except ImportError:                    # pragma: no cover
     LineSearchWarning = RuntimeWarning
 from threadpoolctl import threadpool_limits
 
-from ._validation import describe
+from ._validation import MAX_COUNT, check_number, check_real_array
 
 
 def lbfgs(fun, x0, max_iter=100, gtol=1e-5, ftol=1e-10, m=6, callback=None):
@@ -61,17 +60,10 @@ def lbfgs(fun, x0, max_iter=100, gtol=1e-5, ftol=1e-10, m=6, callback=None):
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable; got {type(fun).__name__}")
-    x0 = np.asarray(x0)
-    if x0.dtype.kind not in "iuf" or x0.ndim != 1 or not np.isfinite(x0).all():
-        raise ValueError(f"x0 must be a 1-D array of finite real numbers; got dtype "
-                         f"{x0.dtype} and shape {x0.shape}")
-    for name, value, low in (("max_iter", max_iter, 0), ("m", m, 1)):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral) \
-                or value < low:
-            raise ValueError(f"{name} must be an int >= {low}; got {describe(value)}")
-    for name, value in (("gtol", gtol), ("ftol", ftol)):
-        if not isinstance(value, Real) or not 0 <= value < np.inf:
-            raise ValueError(f"{name} must be a finite number >= 0; got {describe(value)}")
+    x0 = check_real_array(x0, "x0", 1, kinds="iuf")
+    max_iter = check_number(max_iter, "max_iter", 0, MAX_COUNT, integer=True)
+    m = check_number(m, "m", 1, MAX_COUNT, integer=True)
+    gtol, ftol = check_number(gtol, "gtol", 0), check_number(ftol, "ftol", 0)
     with threadpool_limits(limits=1, user_api="blas"):
         return _lbfgs(fun, x0, max_iter, gtol, ftol, m, callback)
 

@@ -91,11 +91,11 @@ _T, _s = np.zeros((2, 2)), np.zeros(2)
 
 @pytest.mark.parametrize("call, error, message", [
     # found by a hostile-input probe: each gave garbage or a foreign message
-    (lambda: pack_chain(np.zeros(2), _s, _s), ValueError, r"transitions must have shape"),
-    (lambda: pack_chain(_T, None, _s), TypeError, "start must be a dense array"),
+    (lambda: pack_chain(np.zeros(2), _s, _s), ValueError, r"transitions must be a 2-D array"),
+    (lambda: pack_chain(_T, None, _s), TypeError, "start must be a 1-D array of real"),
     (lambda: pack_chain(_T, _s, np.zeros(3)), ValueError, r"end must have shape \(2,\)"),
-    (lambda: pack_chain(_T + 1j, _s, _s), TypeError, "transitions must hold real"),
-    (lambda: unpack_chain(None), TypeError, "P must be a dense array"),
+    (lambda: pack_chain(_T + 1j, _s, _s), TypeError, "transitions must be a 2-D array of real numbers; got dtype complex"),
+    (lambda: unpack_chain(None), TypeError, "P must be a 2-D array of real numbers; got None"),
     (lambda: unpack_chain(np.zeros((3, 2))), ValueError, "chain parameters must have shape"),
     (lambda: unpack_chain(np.zeros((4, 0))), ValueError, "one column per label"),
     (lambda: restrict_scores(np.zeros((3, 2)), np.zeros((4, 2)), allowed_labels="abc"),
@@ -105,15 +105,15 @@ _T, _s = np.zeros((2, 2)), np.zeros(2)
     (lambda: restrict_scores(np.zeros((3, 2)), np.zeros((4, 2)),
                              allowed_labels=np.ones(2, bool)), ValueError, r"shape \(3, 2\)"),
     (lambda: restrict_scores(None, np.zeros((4, 2)), allowed_labels=np.ones((3, 2), bool)),
-     TypeError, "E must be a dense array"),
+     TypeError, "E must be a 2-D array of real numbers; got None"),
     (lambda: restrict_scores(np.zeros((3, 2)), np.zeros((4, 2)), allowed=np.ones((3, 2), bool)),
      ValueError, r"allowed must have shape \(4, 2\)"),
     (lambda: joint_feature(np.eye(3), [0.5, 1.7, 0.0], 2), TypeError, "integer labels"),
     (lambda: joint_feature(np.eye(3), [True, False, True], 2), TypeError, "integer labels"),
     (lambda: joint_feature(np.eye(3), [0, 1, 0], 2, order=3), ValueError, "order must be"),
     (lambda: joint_feature(np.eye(3), [0, 5, 0], 2), ValueError, "must lie in"),
-    (lambda: emission_scores(np.eye(3), np.zeros(3)), ValueError, "must be 2-D"),
-    (lambda: emission_scores(np.eye(3), "abc"), TypeError, "W must hold real"),
+    (lambda: emission_scores(np.eye(3), np.zeros(3)), ValueError, "W must be a 2-D array"),
+    (lambda: emission_scores(np.eye(3), "abc"), TypeError, "W must be a 2-D array of real"),
     (lambda: allowed_transitions("iob2", "O"), ValueError, "labels: expected a non-empty"),
     (lambda: allowed_transitions("iob2", []), ValueError, "non-empty"),
     (lambda: allowed_transitions("iob2", None), ValueError, "non-empty"),
@@ -124,10 +124,10 @@ def test_chain_helpers_check_their_arguments(call, error, message):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(x0=np.full(3, np.nan)), "x0 must be a 1-D array of finite"),
-    (dict(x0=np.ones((2, 2))), "x0 must be a 1-D"),
-    (dict(max_iter=-1), "max_iter must be an int >= 0"),
-    (dict(m=None), "m must be an int >= 1"),
+    (dict(x0=np.full(3, np.nan)), r"x0\[0\] = nan is not finite"),
+    (dict(x0=np.ones((2, 2))), "x0 must be a 1-D array"),
+    (dict(max_iter=-1), r"max_iter must be an integer in \[0, 2147483647\]"),
+    (dict(m=None), r"m must be an integer in \[1, 2147483647\]; got None"),
     (dict(gtol=np.nan), "gtol must be a finite number"),
     (dict(fun=lambda x: (float("nan"), x)), "fun\\(x0\\) is not finite"),  # was "success"
 ])

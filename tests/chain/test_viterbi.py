@@ -152,20 +152,20 @@ _E = np.arange(6.0).reshape(3, 2)
 
 
 @pytest.mark.parametrize("E, error, message", [
-    (None, TypeError, "emission scores E must be a dense array"),     # None became [nan]
-    (_E.astype(str), TypeError, "emission scores E must hold real numbers"),   # parsed
-    (_E + 1j, TypeError, "must hold real numbers; got dtype complex"),     # imaginary dropped
-    (_E > 2, TypeError, "must hold real numbers; got dtype bool"),
-    (np.ma.masked_array(_E, mask=_E > 2), TypeError, "dense array"),      # mask ignored
-    (sp.csr_matrix(_E), TypeError, "dense array"),         # "setting an array element..."
-    ("abc", TypeError, "real numbers"),
+    (None, TypeError, "got None"),                                   # None became [nan]
+    (_E.astype(str), TypeError, "got dtype <U"),                      # parsed
+    (_E + 1j, TypeError, "got dtype complex"),                        # imaginary dropped
+    (_E > 2, TypeError, "got dtype bool"),
+    (np.ma.masked_array(_E, mask=_E > 2), TypeError, "got masked_array"),   # mask ignored
+    (sp.csr_matrix(_E), TypeError, "got <Compressed Sparse Row"),   # "setting an array..."
+    ("abc", TypeError, "got 'abc'"),
 ])
 def test_decoders_refuse_what_numpy_would_cast(E, error, message):
     for call in (lambda: viterbi_decode(E, np.zeros((4, 2))),
                  lambda: kbest_decode(E, np.zeros((4, 2)), 2),
                  lambda: sequence_score(E, np.zeros((4, 2)), [0, 1, 0]),
                  lambda: viterbi_decode(_E, E if E is not None else None)):
-        with pytest.raises(error, match=message.replace("emission scores E", "")):
+        with pytest.raises(error, match="must be a 2-D array of real numbers; " + message):
             call()
 
 
