@@ -61,6 +61,42 @@ _SWVM = (
 _NER = ("bias", "word", "lower", "pos", "prefix3", "suffix2", "suffix3", "shape",
         "is_title", "is_upper", "has_digit", "has_hyphen", "pos[-1]|pos")
 
+#: Rich named-entity features, after the local features of the best
+#: feature-based CoNLL-2002 systems (Carreras, Marquez & Padro 2002;
+#: Stanford's CMM): lower-cased words in a window of three either side (the
+#: word itself keeps its case), affixes of one to four letters, the affixes
+#: of the neighbours, collapsed shapes and their conjunctions over the
+#: window, capitalization flags in a window, orthographic flags, sentence
+#: position, and POS tags with their bigrams and trigram (tokens need a POS
+#: column).  Measured in ``benchmarks/bench_features.py``.
+_NER_RICH = (
+    "bias",
+    "lower[-3]", "lower[-2]", "lower[-1]", "lower", "lower[+1]", "lower[+2]", "lower[+3]",
+    "word[-1]", "word", "word[+1]", "lower[-1]|lower", "lower|lower[+1]",
+    "prefix1", "prefix2", "prefix3", "prefix4", "suffix1", "suffix2", "suffix3", "suffix4",
+    "prefix3[-1]", "prefix3[+1]", "suffix3[-1]", "suffix3[+1]",
+    "shape[-1]", "shape", "shape[+1]", "shape[-1]|shape", "shape|shape[+1]",
+    "shape[-1]|shape|shape[+1]",
+    "is_title[-1]", "is_title", "is_title[+1]", "is_upper[-1]", "is_upper", "is_upper[+1]",
+    "has_digit", "is_digit", "has_hyphen", "has_dot", "is_punct", "is_first", "is_last",
+    "pos[-2]", "pos[-1]", "pos", "pos[+1]", "pos[+2]", "pos[-1]|pos", "pos|pos[+1]",
+    "pos[-1]|pos|pos[+1]",
+)
+#: Rich chunking features: CRFsuite's chunking templates (words and POS tags
+#: in a window of two, word bigrams, POS bigrams and trigrams) widened to a
+#: window of three, with the current word's lower case, suffixes of one to
+#: four letters, prefixes of one to three, shapes in a window, spelling
+#: flags, and the word conjoined with the neighbouring POS tags (tokens need
+#: a POS column).  Measured in ``benchmarks/bench_features.py``.
+_CHUNKING_RICH = _CHUNKING[:3] + (
+    "word[-3]", "word[-2]", "word[-1]", "word[+1]", "word[+2]", "word[+3]",
+    "pos[-3]", "pos[-2]", "pos[-1]", "pos[+1]", "pos[+2]", "pos[+3]",
+) + _CHUNKING[3:] + (
+    "lower", "suffix1", "suffix2", "suffix3", "suffix4", "prefix1", "prefix2", "prefix3",
+    "shape[-1]", "shape", "shape[+1]", "is_title", "has_digit", "has_hyphen", "is_punct",
+    "word|pos", "word[-1]|pos", "word[+1]|pos", "pos[-1]|word", "pos[+1]|word",
+)
+
 #: The preset feature sets by name, in the order the command line lists them.
 PRESETS = {
     "chunking": Preset(_CHUNKING, 2, "CRFsuite's chunking templates (words and POS in a "
@@ -71,6 +107,10 @@ PRESETS = {
     "swvm": Preset(_SWVM, 0, "Ringel, Dror & Reichart's templates (needs a POS column)"),
     "ner": Preset(_NER, 1, "named-entity features: word, case, affixes, shape, POS (needs a "
                            "POS column)"),
+    "ner-rich": Preset(_NER_RICH, 0, "words, affixes, shapes, case and POS in a window of "
+                                     "three (needs a POS column)"),
+    "chunking-rich": Preset(_CHUNKING_RICH, 0, "chunking in a window of three, affixes, "
+                                               "shapes, word-POS pairs (needs POS)"),
 }
 
 
@@ -99,11 +139,14 @@ def feature_set(name, window=1, **kwargs):
     -1..+1, 9 bigrams and 4 trigrams of them; needs a POS column); and
     ``ner``, named-entity features (word, lower case, POS, prefix, suffixes,
     shape, spelling flags and the POS bigram, one token either side; needs a
-    POS column), those of the Spanish NER benchmarks.
+    POS column), those of the Spanish NER benchmarks; ``ner-rich`` and
+    ``chunking-rich``, the richer local features of the best feature-based
+    systems (see :data:`PRESETS`; ``benchmarks/bench_features.py`` measures
+    what they add).
 
     Parameters
     ----------
-    name : {"S1", "S2", "S3", "chunking", "swvm", "ner"}
+    name : {"S1", "S2", "S3", "chunking", "swvm", "ner", "ner-rich", "chunking-rich"}
         Feature set: a key of :data:`PRESETS`, which holds its templates,
         window and a one-line description.
     window : int, default=1
@@ -111,7 +154,7 @@ def feature_set(name, window=1, **kwargs):
         ``window = (w - 1) // 2`` (``w = 3``: previous, current and next
         word).  Ignored by S1 and S2, which describe the current word only,
         by ``chunking``, whose window is 2, ``ner`` (1), and by ``swvm``,
-        whose offsets are explicit.
+        ``ner-rich`` and ``chunking-rich``, whose offsets are explicit.
     **kwargs
         Other parameters of :class:`SequenceVectorizer` (``min_freq``,
         ``hashing``, ``n_features``).
