@@ -3,8 +3,8 @@ sequence labeling and constituency parsing, with Cython decoding kernels."""
 
 __version__ = "0.1.0"
 
-from .features import (DictSequenceVectorizer, SequenceVectorizer,  # noqa: E402
-                       TokenTransformer, feature_set)
+from .features import (BrownClusters, DictSequenceVectorizer,  # noqa: E402
+                       SequenceVectorizer, TokenTransformer, feature_set)
 from ._registry import ESTIMATORS  # noqa: E402
 
 from .learners.m3n import M3NSGDTagger  # noqa: E402  (deprecated alias of M3NTagger)
@@ -13,6 +13,7 @@ globals().update({cls.__name__: cls for cls in ESTIMATORS.values()})
 
 __all__ = sorted(cls.__name__ for cls in ESTIMATORS.values()) + [
     "M3NSGDTagger",
+    "BrownClusters",
     "DictSequenceVectorizer",
     "SequenceVectorizer",
     "TokenTransformer",

@@ -98,10 +98,13 @@ table that evaluates the atoms over a corpus (and the atoms themselves: the
 flags, :func:`word_shape`, ``BOS`` / ``EOS``), ``_sequence`` the
 :class:`SequenceVectorizer` built on both, :mod:`~sklstruct.features.presets`
 the named feature sets (:func:`feature_set`, :data:`PRESETS`), ``_dict``
-:class:`DictSequenceVectorizer` and ``_token_transformer``
-:class:`TokenTransformer`.
+:class:`DictSequenceVectorizer`, ``_token_transformer``
+:class:`TokenTransformer` and ``clusters`` :class:`BrownClusters` (word
+clusters whose paths :meth:`BrownClusters.transform` appends as a column,
+for templates such as ``prefix4(col2)``; its kernel is ``_brown``).
 """
 from ._dict import DictSequenceVectorizer
+from .clusters import BrownClusters
 from ._sequence import SequenceVectorizer
 from ._token_transformer import TokenTransformer
 from ._tokens import BOS, EOS, word_shape
@@ -109,6 +112,7 @@ from .presets import PRESETS, Preset, feature_set
 
 __all__ = [
     "BOS",
+    "BrownClusters",
     "EOS",
     "PRESETS",
     "DictSequenceVectorizer",
