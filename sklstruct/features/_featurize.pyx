@@ -18,23 +18,34 @@ splits in two:
   template instance into one integer key, finding that key's column, and
   writing the CSR rows (columns sorted; hashed collisions summed).  Only the
   reading of the columns from the Python token objects (:func:`read_column`)
-  needs the GIL: it interns each value with a dict, str hashes being cached.
+  needs the GIL (``_columns.read_column``).
 
-A template instance's key is its atoms' codes in mixed radix (each value
-table has its values, ``__BOS__`` and ``__EOS__``).  Each instance keeps, per
-block of sentences, a cache from key to column: a plain array when the key
-space is small (unigrams, tag n-grams), an open-addressing table otherwise
-(word bigrams).  Only a key met for the first time builds its feature name:
-the prefix ``TEMPLATE=`` and the atoms' UTF-8 values (escaped as
-``_tokens._join_values`` does when one of the values of a conjunction holds a
-``|``), which is then looked up in the vocabulary, one open-addressing table
-of the names' bytes (exact: a 64-bit hash match is confirmed by comparing the
-bytes), or hashed as scikit-learn's ``FeatureHasher`` does (MurmurHash3
-x86 32-bit of the UTF-8 name, seed 0, ``abs`` modulo ``n_features``).  So the
-names, hence the columns, are the ones the Python implementation gives, and
-a name is built once per distinct combination of values, not once per token.
-Keys whose mixed radix would pass 2**62 (long conjunctions of large tables)
-intern their prefix first: its id is below the block's number of tokens.
+A template instance's key is its atoms' codes in mixed radix.  With a
+fitted vocabulary, the value tables are the vocabulary's own
+(``_fitted_index``: the values its names hold, ``__BOS__``, ``__EOS__``; a
+test value outside them gives no feature) and each instance has a read-only
+lookup from key to column, built once from ``vocabulary_``, so transform
+builds no name at all: a token's feature is one array read (unigrams, tag
+n-grams) or one probe of an open-addressing table (word bigrams).  Looking
+each distinct name of a test set up among the vocabulary's names instead
+(hundreds of thousands; a cache miss or more per name, then comparing its
+bytes) cost three times the rest of transform on CoNLL-2000.
+
+Without such a lookup (hashing, ``fit``'s counting, and an instance whose
+key space would pass 2**62) each instance keeps, per block of sentences, a
+cache from key to column: a plain array when the key space is small, an
+open-addressing table otherwise.  Only a key met for the first time builds
+its feature name: the prefix ``TEMPLATE=`` and the atoms' UTF-8 values
+(escaped as ``_tokens._join_values`` does when one of the values of a
+conjunction holds a ``|``), which is then looked up in the vocabulary's
+:class:`NameTable` (exact: a 64-bit hash match is confirmed by comparing
+the bytes), added to it (``fit``), or hashed as scikit-learn's
+``FeatureHasher`` does (MurmurHash3 x86 32-bit of the UTF-8 name, seed 0,
+``abs`` modulo ``n_features``).  So the names, hence the columns, are the
+ones the Python implementation gives, and a name is built once per
+distinct combination of values and block, not once per token.  Keys whose
+mixed radix would pass 2**62 (long conjunctions of large tables) intern
+their prefix first: its id is below the block's number of tokens.
 
 ``fit`` runs the same loop in counting mode: every distinct name gets an id
 in a growing name table, with its count; Python sorts the names.
@@ -42,9 +53,6 @@ in a growing name table, with its count; Python sorts the names.
 import numpy as np
 
 cimport numpy as cnp
-from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
-from cpython.ref cimport PyObject
-from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcmp, memcpy, memset
@@ -70,59 +78,6 @@ cdef uint64_t EMPTY = <uint64_t>0xFFFFFFFFFFFFFFFFULL
 #: Most entries of one instance's dense cache, and of all of a block's (int32).
 cdef int64_t DENSE_MAX = 1 << 18
 cdef int64_t DENSE_BUDGET = 1 << 22
-
-
-# ---------------------------------------------------------------------------
-# Reading a column of the tokens (with the GIL)
-# ---------------------------------------------------------------------------
-
-def read_column(list flat, int mode, Py_ssize_t seq_key, object dict_key, object getter):
-    """Codes and distinct values of one column over the tokens ``flat``.
-
-    ``mode`` 0: the token is the value (str tokens, the word); 1: ``token[seq_key]``
-    (tuples, lists, arrays); 2: ``token[dict_key]`` (mappings); 3: ``getter(token)``.
-    Returns ``(codes, uniques)`` (codes as intp, values in order of first
-    appearance, as ``_tokens._factorize``), or None when a token has no such
-    column or a value that is not a str: the caller then finds the token and
-    raises its error.
-    """
-    cdef Py_ssize_t n = len(flat), i, k
-    codes = np.empty(n, dtype=np.intp)
-    cdef Py_ssize_t[::1] c = codes
-    cdef dict index = {}
-    cdef list uniques = []
-    cdef object t, v
-    # (an object index: with bounds checks off, Cython would read t[int]
-    # of a short tuple past its end)
-    cdef object key = seq_key
-    cdef PyObject* p
-    for i in range(n):
-        t = flat[i]
-        try:
-            if mode == 0:
-                v = t
-            elif mode == 1:
-                if type(t) is tuple and seq_key < PyTuple_GET_SIZE(t):
-                    v = <object>PyTuple_GET_ITEM(t, seq_key)
-                else:
-                    v = t[key]
-            elif mode == 2:
-                v = t[dict_key]
-            else:
-                v = getter(t)
-        except (KeyError, IndexError, TypeError):
-            return None
-        if not isinstance(v, str):
-            return None
-        p = PyDict_GetItem(index, v)
-        if p == NULL:
-            k = len(uniques)
-            PyDict_SetItem(index, v, k)
-            uniques.append(v)
-        else:
-            k = <Py_ssize_t><object>p
-        c[i] = k
-    return codes, uniques
 
 
 # ---------------------------------------------------------------------------
@@ -435,6 +390,64 @@ cdef inline int _keymap_put(KeyMap* m, int64_t j, uint64_t key, int32_t val) noe
 
 
 # ---------------------------------------------------------------------------
+# Fitted lookups: an instance's key (in the fitted value tables) to its column
+# ---------------------------------------------------------------------------
+
+cdef struct Lookup:
+    int32_t* dense            # key -> column (-1: none), or NULL
+    uint64_t n_dense
+    KeyMap map                # otherwise
+
+
+cdef inline int32_t _lookup(const Lookup* lk, uint64_t key) noexcept nogil:
+    cdef int64_t j
+    if lk.dense != NULL:
+        return lk.dense[key] if key < lk.n_dense else -1
+    j = _keymap_slot(&lk.map, key)
+    return lk.map.vals[j] if lk.map.keys[j] != EMPTY else -1
+
+
+cdef class InstanceLookup:
+    """The columns of one template instance's features, by key: a dense
+    array when the key space has at most ``DENSE_MAX * 4`` keys, an
+    open-addressing table otherwise.  Read only once built, so threads share it."""
+    cdef Lookup c
+
+    def __cinit__(self):
+        memset(&self.c, 0, sizeof(Lookup))
+
+    def __dealloc__(self):
+        free(self.c.dense)
+        _keymap_free(&self.c.map)
+
+    def __init__(self, const uint64_t[::1] keys, const int32_t[::1] columns, uint64_t n_keys):
+        cdef int64_t i, n = keys.shape[0], n_slots = 1024, j
+        if columns.shape[0] != n:
+            raise ValueError("one column per key")
+        for i in range(n):
+            if keys[i] >= n_keys:
+                raise ValueError("key beyond the key space")
+        if n_keys <= <uint64_t>(4 * DENSE_MAX):
+            self.c.dense = <int32_t*>malloc(max(n_keys, 1) * sizeof(int32_t))
+            if self.c.dense == NULL:
+                raise MemoryError()
+            self.c.n_dense = n_keys
+            memset(self.c.dense, 0xFF, n_keys * sizeof(int32_t))
+            for i in range(n):
+                self.c.dense[keys[i]] = columns[i]
+            return
+        while n_slots < 2 * n + 2:
+            n_slots *= 2
+        if _keymap_init(&self.c.map, n_slots, False) < 0:
+            raise MemoryError()
+        for i in range(n):
+            j = _keymap_slot(&self.c.map, keys[i])
+            self.c.map.keys[j] = keys[i]
+            self.c.map.vals[j] = columns[i]
+            self.c.map.count += 1
+
+
+# ---------------------------------------------------------------------------
 # The program: the template instances over one corpus
 # ---------------------------------------------------------------------------
 
@@ -446,9 +459,10 @@ cdef class Program:
     * ``codes`` (n_tables, n_tokens): each value table's code of each token;
     * ``masks`` (n_masks, n_tokens): each flag's truth on each token;
     * ``blob``, ``value_offs``: the UTF-8 values of all tables, table ``t``
-      holding values ``table_base[t] .. table_base[t] + table_size[t] + 2``
-      (its distinct values, then ``__BOS__`` and ``__EOS__``); ``bars``: which
-      values hold a ``|``;
+      holding values ``table_base[t] .. table_base[t] + table_radix[t]``,
+      among which ``__BOS__`` and ``__EOS__`` (codes ``table_bos[t]`` and
+      ``table_eos[t]``); ``bars``: which values hold a ``|``; a code -1 in
+      ``codes`` is a value outside the table (no feature);
     * per instance ``i``: atoms ``inst_atoms[i] .. inst_atoms[i + 1]``, its
       name prefix ``prefix_blob[prefix_offs[i]:prefix_offs[i + 1]]``
       (``TEMPLATE=``, or the template alone for flags and bias) and
@@ -460,7 +474,7 @@ cdef class Program:
     cdef const Py_ssize_t[:, ::1] codes
     cdef const uint8_t[:, ::1] masks
     cdef const unsigned char[::1] blob
-    cdef const int64_t[::1] value_offs, table_base, table_size
+    cdef const int64_t[::1] value_offs, table_base, table_radix, table_bos, table_eos
     cdef const uint8_t[::1] bars
     cdef const int64_t[::1] inst_atoms, prefix_offs
     cdef const unsigned char[::1] prefix_blob
@@ -469,30 +483,54 @@ cdef class Program:
     cdef bint skip
     cdef int64_t n_inst, max_atoms, max_name
     cdef object _keep
+    cdef Lookup** lookups       # per instance: its fitted lookup, or NULL
 
-    def __init__(self, starts, codes, masks, blob, value_offs, table_base, table_size,
-                 bars, inst_atoms, prefix_blob, prefix_offs, has_values, atom_kind,
-                 atom_src, atom_off, bint skip):
+    def __cinit__(self):
+        self.lookups = NULL
+
+    def __dealloc__(self):
+        free(self.lookups)
+
+    def __init__(self, starts, codes, masks, dict tables, dict instances, bint skip,
+                 lookups=None):
+        """``tables``: ``blob``, ``value_offs``, ``base``, ``radix``, ``bos``,
+        ``eos``, ``bars``; ``instances``: ``atoms`` (the bounds),
+        ``prefix_blob``, ``prefix_offs``, ``has_values``, ``kind``, ``src``,
+        ``off`` (per atom)."""
         cdef int64_t i, j, longest = 0
-        self._keep = (blob, prefix_blob)
+        cdef InstanceLookup lookup
+        blob, prefix_blob = tables["blob"], instances["prefix_blob"]
+        inst_atoms, prefix_offs = instances["atoms"], instances["prefix_offs"]
+        value_offs = tables["value_offs"]
+        self._keep = (blob, prefix_blob, lookups)
         self.starts = starts
         self.codes = codes
         self.masks = masks
         self.blob = np.frombuffer(blob, dtype=np.uint8) if len(blob) else np.zeros(1, np.uint8)
         self.value_offs = value_offs
-        self.table_base = table_base
-        self.table_size = table_size
-        self.bars = bars
+        self.table_base = tables["base"]
+        self.table_radix = tables["radix"]
+        self.table_bos = tables["bos"]
+        self.table_eos = tables["eos"]
+        self.bars = tables["bars"]
         self.inst_atoms = inst_atoms
         self.prefix_blob = (np.frombuffer(prefix_blob, dtype=np.uint8) if len(prefix_blob)
                             else np.zeros(1, np.uint8))
         self.prefix_offs = prefix_offs
-        self.has_values = has_values
-        self.atom_kind = atom_kind
-        self.atom_src = atom_src
-        self.atom_off = atom_off
+        self.has_values = instances["has_values"]
+        self.atom_kind = instances["kind"]
+        self.atom_src = instances["src"]
+        self.atom_off = instances["off"]
         self.skip = skip
         self.n_inst = len(inst_atoms) - 1
+        self.lookups = <Lookup**>malloc((self.n_inst + 1) * sizeof(Lookup*))
+        if self.lookups == NULL:
+            raise MemoryError()
+        for i in range(self.n_inst):
+            self.lookups[i] = NULL
+            if lookups is not None and lookups[i] is not None:
+                lookup = lookups[i]
+                self.lookups[i] = &lookup.c
         self.max_atoms = 0
         for i in range(self.n_inst):
             self.max_atoms = max(self.max_atoms, inst_atoms[i + 1] - inst_atoms[i])
@@ -557,7 +595,7 @@ cdef Instance* _block_init(Program prog, int64_t block_tokens) noexcept nogil:
         R = 1
         for k in range(n):
             a = inst[i].a0 + k
-            r = prog.table_size[prog.atom_src[a]] + 2 if prog.atom_kind[a] == VALUE else 1
+            r = prog.table_radix[prog.atom_src[a]] if prog.atom_kind[a] == VALUE else 1
             inst[i].radix[k] = r
             inst[i].level[k] = R > KEY_LIMIT / <uint64_t>r
             if inst[i].level[k]:
@@ -569,7 +607,9 @@ cdef Instance* _block_init(Program prog, int64_t block_tokens) noexcept nogil:
         dense = True
         for k in range(n):
             dense = dense and not inst[i].level[k]
-        if (dense and R <= <uint64_t>DENSE_MAX and <int64_t>R <= budget
+        if prog.lookups[i] != NULL:
+            pass                                  # the fitted lookup serves
+        elif (dense and R <= <uint64_t>DENSE_MAX and <int64_t>R <= budget
                 and <int64_t>R <= 64 * block_tokens + 4096):
             budget -= <int64_t>R
             inst[i].dense = <int32_t*>malloc(R * sizeof(int32_t))
@@ -682,9 +722,13 @@ cdef int64_t _run(Program prog, int64_t s0, int64_t s1, int mode, NameTable tabl
                                 if prog.skip:
                                     ok = False
                                     break
-                                c = ins.radix[k] - (2 if p < 0 else 1)
+                                c = (prog.table_bos[prog.atom_src[a]] if p < 0
+                                     else prog.table_eos[prog.atom_src[a]])
                             else:
                                 c = prog.codes[prog.atom_src[a], start + p]
+                                if c < 0:
+                                    ok = False     # a value no feature has
+                                    break
                         elif prog.atom_kind[a] == FLAG:
                             if p < 0 or p >= length or not prog.masks[prog.atom_src[a], start + p]:
                                 ok = False
@@ -708,7 +752,9 @@ cdef int64_t _run(Program prog, int64_t s0, int64_t s1, int mode, NameTable tabl
                         break
                     if not ok:
                         continue
-                    if ins.dense != NULL:
+                    if prog.lookups[i] != NULL:
+                        v = _lookup(prog.lookups[i], key)
+                    elif ins.dense != NULL:
                         v = ins.dense[key]
                         j = -1
                     else:

@@ -14,6 +14,7 @@ from ..chain import StackedSentences
 from ._base import _SentencesOut
 from ._templates import _MAX_OFFSET, _parse_templates
 from ._featurize import NameTable, count_names, featurize
+from ._fitted_index import FittedIndex
 from ._tokens import _Corpus
 
 
@@ -164,18 +165,18 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             held as one stacked matrix (see :meth:`transform`).
         """
         corpus = _Corpus(X, self.boundary)
-        program = self._fit(corpus)
-        return self._assemble(corpus, program)
+        self._fit(corpus)
+        return self._assemble(corpus)
 
     def _fit(self, corpus):
-        """Fit on ``corpus``; returns its program (see ``_Corpus.program``)."""
+        """Fit on ``corpus``."""
         instances = self._prepare()
         # every column is read, in hashing mode too: a missing one is an error
         program = corpus.program(instances)
         if self.hashing:
             self.__dict__.pop("vocabulary_", None)
             self._set_templates(instances, self.n_features, None)
-            return program
+            return
         # Names from different templates differ (their prefixes do); a name
         # met twice within a template (a word "__BOS__" and the symbol) is
         # one entry of the table, with the counts added.
@@ -198,7 +199,6 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         table.set_values(columns)
         self.vocabulary_ = dict(zip([kept_names[i] for i in order], range(len(order))))
         self._set_templates(instances, len(order), table)
-        return program
 
     def _set_templates(self, instances, n_features_out, table):
         self._instances = instances
@@ -210,6 +210,8 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         # the vocabulary as the featurizer reads it; a mutable holder, so that
         # a table rebuilt by transform (after unpickling) is kept
         self._compiled = {"vocabulary": getattr(self, "vocabulary_", None), "table": table}
+        if table is not None:
+            self._compiled["index"] = FittedIndex(instances, self.vocabulary_)
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -219,24 +221,33 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
 
     # -- transforming -------------------------------------------------------
 
-    def _name_table(self):
-        """The vocabulary as a :class:`._featurize.NameTable` (built once
-        per fitted vocabulary), or None with hashing."""
+    def _compiled_vocabulary(self):
+        """``(name_table, index)``: the vocabulary as a
+        :class:`._featurize.NameTable` and a :class:`._fitted_index.FittedIndex`
+        (built once per fitted vocabulary), or ``(None, None)`` with hashing."""
         if self._hashing:
-            return None
+            return None, None
         cache = self.__dict__.get("_compiled")
         if cache is None:
             cache = {}
-        if cache.get("vocabulary") is self.vocabulary_ and cache.get("table") is not None:
-            return cache["table"]
-        table = NameTable.from_names(self.vocabulary_.keys(), self.vocabulary_.values())
-        cache.update(vocabulary=self.vocabulary_, table=table)
-        return table
+        if cache.get("vocabulary") is not self.vocabulary_:
+            cache.clear()
+            cache["vocabulary"] = self.vocabulary_
+        if cache.get("index") is None:
+            cache["index"] = FittedIndex(self._instances, self.vocabulary_)
+        if cache.get("table") is None:
+            if any(lookup is None for lookup in cache["index"].lookups):
+                cache["table"] = NameTable.from_names(self.vocabulary_.keys(),
+                                                      self.vocabulary_.values())
+            else:
+                cache["table"] = NameTable()   # every instance has its lookup
+        return cache["table"], cache["index"]
 
-    def _assemble(self, corpus, program):
+    def _assemble(self, corpus):
         """The stacked matrix of ``corpus``, featurized by the compiled
         featurizer in blocks of sentences, one per thread."""
-        table = self._name_table()
+        table, index = self._compiled_vocabulary()
+        program = corpus.program(self._instances, index)
         n_out = self.n_features_out_
         offsets = corpus.starts.astype(np.int64)
         n_sentences, n_tokens = len(offsets) - 1, int(offsets[-1])
@@ -279,8 +290,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             vocabulary are ignored.
         """
         check_is_fitted(self, "templates_")
-        corpus = _Corpus(X, self._boundary)
-        return self._assemble(corpus, corpus.program(self._instances))
+        return self._assemble(_Corpus(X, self._boundary))
 
     @reads_model
     def token_features(self, X):

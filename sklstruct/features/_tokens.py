@@ -16,7 +16,8 @@ from itertools import groupby
 import numpy as np
 
 from .._validation import check_sentence, check_sentence_list, describe
-from ._featurize import Program, read_column
+from ._columns import read_column
+from ._featurize import Program
 
 BOS = "__BOS__"
 """Value of a column atom that points before the start of the sentence."""
@@ -155,7 +156,10 @@ class _Corpus:
         X = check_sentence_list(X, "X", "sentences (sequences of tokens)", item_ndim=1,
                                 sized=False)
         for i, sentence in enumerate(X):
-            tokens = check_sentence(sentence, f"X[{i}]", "tokens")
+            # (a non-empty list is what check_sentence would give; it is the
+            # usual sentence, and the call costs more than the featurizing)
+            tokens = (sentence if type(sentence) is list and sentence
+                      else check_sentence(sentence, f"X[{i}]", "tokens"))
             lengths.append(len(tokens))
             flat.extend(tokens)
         self.flat = flat
@@ -235,8 +239,10 @@ class _Corpus:
             codes, words = self.column("word")
         except (ValueError, TypeError):
             return None
-        keys = np.fromiter(map(_word_key, words), dtype=np.int64, count=len(words))
-        return keys[codes]
+        keys = list(map(_WORD_KEYS.get, words))
+        if None in keys:
+            keys = list(map(_word_key, words))
+        return np.array(keys, dtype=np.int64)[codes]
 
     def _raise_column_error(self, get, column):
         for i, token in enumerate(self.flat):
@@ -340,11 +346,13 @@ class _Corpus:
             names = [prefix + v for v in table]
         return codes, names, mask
 
-    def program(self, instances):
+    def program(self, instances, index=None):
         """The template instances over this corpus as the compiled featurizer
         reads them (:class:`._featurize.Program`): the atoms' value tables
         (codes per token, UTF-8 values) and flag masks, evaluated here on the
-        distinct values of each column."""
+        distinct values of each column.  With ``index``, a
+        :class:`._fitted_index.FittedIndex` of the same instances, the value
+        tables are the fitted ones and the instances have their lookups."""
         tables, masks = {}, {}
         codes, mask_arrays, values = [], [], []
         kinds, sources, offsets, bounds, prefixes, has_values = [], [], [], [0], [], []
@@ -363,6 +371,8 @@ class _Corpus:
                     if base_name not in tables:
                         tables[base_name] = len(codes)
                         c, table = self.base(kind, arg, base_name, column)
+                        if index is not None:
+                            c = index.codes(index.tables[len(codes)], c, table)
                         codes.append(c)
                         values.append(table)
                     kinds.append(0)
@@ -373,27 +383,37 @@ class _Corpus:
             prefixes.append((name + "=" if named else name).encode("utf-8", "surrogatepass"))
             has_values.append(named)
         n = self.n_tokens
-        encoded, bars, sizes = [], [], []
-        for table in values:
-            encoded += [v.encode("utf-8", "surrogatepass") for v in table]
-            encoded += [_BOS_BYTES, _EOS_BYTES]
-            bars += ["|" in v for v in table] + [False, False]
-            sizes.append(len(table))
+        if index is None:
+            encoded, bars, sizes = [], [], []
+            for table in values:
+                encoded += [v.encode("utf-8", "surrogatepass") for v in table]
+                encoded += [_BOS_BYTES, _EOS_BYTES]
+                bars += ["|" in v for v in table] + [False, False]
+                sizes.append(len(table))
+            sizes = np.asarray(sizes, dtype=np.int64)
+            blob, value_offs = b"".join(encoded), _offsets(map(len, encoded), len(encoded))
+            table_base = _offsets(sizes[:-1] + 2, len(sizes) - 1)[:len(sizes)]
+            radix, bos, eos = sizes + 2, sizes, sizes + 1
+            bars = np.asarray(bars, dtype=np.uint8)
+            lookups = None
+        else:
+            blob, value_offs, table_base = index.blob, index.value_offs, index.table_base
+            radix, bos, eos = index.table_radix, index.table_bos, index.table_eos
+            bars, lookups = index.bars, index.lookups
         return Program(
             self.starts.astype(np.int64),
             np.stack(codes).astype(np.intp, copy=False) if codes
             else np.zeros((0, n), dtype=np.intp),
             np.stack(mask_arrays).view(np.uint8) if mask_arrays
             else np.zeros((0, n), dtype=np.uint8),
-            b"".join(encoded), _offsets(map(len, encoded), len(encoded)),
-            _offsets([s + 2 for s in sizes[:-1]], len(sizes) - 1)[:len(sizes)],
-            np.asarray(sizes, dtype=np.int64),
-            np.asarray(bars, dtype=np.uint8),
-            np.asarray(bounds, dtype=np.int64),
-            b"".join(prefixes), _offsets(map(len, prefixes), len(prefixes)),
-            np.asarray(has_values, dtype=np.uint8),
-            np.asarray(kinds, dtype=np.int64), np.asarray(sources, dtype=np.int64),
-            np.asarray(offsets, dtype=np.int64), self.boundary == "skip",
+            dict(blob=blob, value_offs=value_offs, base=table_base, radix=radix, bos=bos,
+                 eos=eos, bars=bars),
+            dict(atoms=np.asarray(bounds, dtype=np.int64), prefix_blob=b"".join(prefixes),
+                 prefix_offs=_offsets(map(len, prefixes), len(prefixes)),
+                 has_values=np.asarray(has_values, dtype=np.uint8),
+                 kind=np.asarray(kinds, dtype=np.int64), src=np.asarray(sources, dtype=np.int64),
+                 off=np.asarray(offsets, dtype=np.int64)),
+            self.boundary == "skip", lookups,
         )
 
 
