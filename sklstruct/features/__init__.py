@@ -95,8 +95,10 @@ Modules
 -------
 ``_templates`` parses the template language, ``_tokens`` holds the token
 table that evaluates the atoms over a corpus (and the atoms themselves: the
-flags, :func:`word_shape`, ``BOS`` / ``EOS``), ``_sequence`` the
-:class:`SequenceVectorizer` built on both, :mod:`~sklstruct.features.presets`
+flags, :func:`word_shape`, ``BOS`` / ``EOS``), ``_featurize`` the compiled
+per-token featurizer (feature keys, names, lookups, the CSR rows; the GIL
+released), ``_fitted_index`` the fitted vocabulary as it reads it,
+``_sequence`` the :class:`SequenceVectorizer` built on them, :mod:`~sklstruct.features.presets`
 the named feature sets (:func:`feature_set`, :data:`PRESETS`), ``_dict``
 :class:`DictSequenceVectorizer`, ``_token_transformer``
 :class:`TokenTransformer` and ``clusters`` :class:`BrownClusters` (word

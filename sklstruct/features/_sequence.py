@@ -1,19 +1,20 @@
 """SequenceVectorizer: sentences of tokens to one sparse feature matrix per
 sentence, through the templates."""
-from itertools import repeat
 from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
-from sklearn.feature_extraction import FeatureHasher
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._parallel import MIN_RANGE_TOKENS, n_threads, run
 from .._publish import publishes, reads_model
 from ..chain import StackedSentences
 from ._base import _SentencesOut
 from ._templates import _MAX_OFFSET, _parse_templates
+from ._featurize import NameTable, count_names, featurize
+from ._fitted_index import FittedIndex
 from ._tokens import _Corpus
 
 
@@ -51,6 +52,10 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         first token), or no feature (``"skip"``: CRFsuite's convention, as
         in sklearn-crfsuite's tutorial, whose ``BOS`` / ``EOS`` features are
         the ``is_first`` / ``is_last`` flags here).
+    n_jobs : int, default=None
+        Threads of :meth:`transform`, each featurizing a block of sentences
+        (the compiled featurizer releases the GIL); None means 1, -1 all
+        CPUs.  The result does not depend on it.
 
     Attributes
     ----------
@@ -90,11 +95,12 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         "hashing": ["boolean"],
         "n_features": [Interval(Integral, 1, np.iinfo(np.int32).max, closed="both")],
         "boundary": [StrOptions({"symbol", "skip"})],
+        "n_jobs": [Integral, None],
     }
 
     def __init__(
         self, templates=("word",), *, window=0, min_freq=1, hashing=False,
-        n_features=2**20, boundary="symbol",
+        n_features=2**20, boundary="symbol", n_jobs=None,
     ):
         self.templates = templates
         self.window = window
@@ -102,6 +108,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         self.hashing = hashing
         self.n_features = n_features
         self.boundary = boundary
+        self.n_jobs = n_jobs
 
     # -- fitting ------------------------------------------------------------
 
@@ -158,101 +165,112 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             held as one stacked matrix (see :meth:`transform`).
         """
         corpus = _Corpus(X, self.boundary)
-        columns = self._fit(corpus)
-        return self._assemble(corpus, columns)
+        self._fit(corpus)
+        return self._assemble(corpus)
 
     def _fit(self, corpus):
+        """Fit on ``corpus``."""
         instances = self._prepare()
-        columns = [corpus.template(name, atoms) for name, atoms in instances]
+        # every column is read, in hashing mode too: a missing one is an error
+        program = corpus.program(instances)
         if self.hashing:
             self.__dict__.pop("vocabulary_", None)
-            self._set_templates(instances, self.n_features)
-            return columns
-        # Names from different templates differ (their prefixes do), so
-        # a name can repeat only within a template, e.g. a word "__BOS__".
-        counts = {}
-        for codes, names, mask in columns:
-            freq = np.bincount(codes if mask is None else codes[mask],
-                               minlength=len(names))
-            present = np.flatnonzero(freq).tolist()
-            template_counts = dict(zip(map(names.__getitem__, present),
-                                       freq[present].tolist()))
-            if len(template_counts) < len(present):  # repeated names: add up
-                template_counts = {}
-                for i in present:
-                    template_counts[names[i]] = (
-                        template_counts.get(names[i], 0) + int(freq[i])
-                    )
-            counts.update(template_counts)
+            self._set_templates(instances, self.n_features, None)
+            return
+        # Names from different templates differ (their prefixes do); a name
+        # met twice within a template (a word "__BOS__" and the symbol) is
+        # one entry of the table, with the counts added.
+        table, counts = count_names(program)
+        names = table.names()
         min_freq = self.min_freq
-        kept = sorted(
-            counts if min_freq == 1
-            else (name for name, c in counts.items() if c >= min_freq)
-        )
-        if not kept:
+        kept = (np.arange(len(names)) if min_freq == 1
+                else np.flatnonzero(counts >= min_freq))
+        if not len(kept):
             raise ValueError(
                 "No feature fires on X: the vocabulary is empty."
-                if not counts
+                if not names
                 else f"No feature occurs at least min_freq={min_freq} times; "
                 "lower min_freq."
             )
-        self.vocabulary_ = dict(zip(kept, range(len(kept))))
-        self._set_templates(instances, len(kept))
-        return columns
+        kept_names = [names[i] for i in kept.tolist()]
+        order = sorted(range(len(kept_names)), key=kept_names.__getitem__)
+        columns = np.full(len(names), -1, dtype=np.int32)
+        columns[kept[order]] = np.arange(len(order), dtype=np.int32)
+        table.set_values(columns)
+        self.vocabulary_ = dict(zip([kept_names[i] for i in order], range(len(order))))
+        self._set_templates(instances, len(order), table)
 
-    def _set_templates(self, instances, n_features_out):
+    def _set_templates(self, instances, n_features_out, table):
         self._instances = instances
         self._boundary = self.boundary
         # transform keeps the fitted mode and width, whatever set_params says later
         self._hashing = bool(self.hashing)
         self.templates_ = [name for name, _ in instances]
         self.n_features_out_ = n_features_out
+        # the vocabulary as the featurizer reads it; a mutable holder, so that
+        # a table rebuilt by transform (after unpickling) is kept
+        self._compiled = {"vocabulary": getattr(self, "vocabulary_", None), "table": table}
+        if table is not None:
+            self._compiled["index"] = FittedIndex(instances, self.vocabulary_)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if "_compiled" in state:
+            state = dict(state, _compiled={})   # rebuilt from vocabulary_
+        return state
 
     # -- transforming -------------------------------------------------------
 
-    def _lookup(self, names):
-        """Column of each feature name, -1 for names outside the vocabulary."""
+    def _compiled_vocabulary(self):
+        """``(name_table, index)``: the vocabulary as a
+        :class:`._featurize.NameTable` and a :class:`._fitted_index.FittedIndex`
+        (built once per fitted vocabulary), or ``(None, None)`` with hashing."""
         if self._hashing:
-            hasher = FeatureHasher(
-                self.n_features_out_, input_type="string", alternate_sign=False
-            )
-            # surrogatepass: a lone surrogate (e.g. from a file read with
-            # errors="surrogateescape") hashes instead of failing to encode.
-            return hasher.transform(
-                [name.encode("utf-8", "surrogatepass")] for name in names
-            ).indices
-        return np.fromiter(
-            map(self.vocabulary_.get, names, repeat(-1)),
-            dtype=np.intp,
-            count=len(names),
-        )
+            return None, None
+        cache = self.__dict__.get("_compiled")
+        if cache is None:
+            cache = {}
+        if cache.get("vocabulary") is not self.vocabulary_:
+            cache.clear()
+            cache["vocabulary"] = self.vocabulary_
+        if cache.get("index") is None:
+            cache["index"] = FittedIndex(self._instances, self.vocabulary_)
+        if cache.get("table") is None:
+            if any(lookup is None for lookup in cache["index"].lookups):
+                cache["table"] = NameTable.from_names(self.vocabulary_.keys(),
+                                                      self.vocabulary_.values())
+            else:
+                cache["table"] = NameTable()   # every instance has its lookup
+        return cache["table"], cache["index"]
 
-    def _assemble(self, corpus, columns):
-        # Each template gives at most one feature per token: gather the
-        # columns in a (n_tokens, n_templates) table, -1 where none fires.
-        table = np.empty((corpus.n_tokens, len(columns)), dtype=np.int32)
-        for j, (codes, names, mask) in enumerate(columns):
-            col = self._lookup(names).astype(np.int32)[codes]
-            if mask is not None:
-                col[~mask] = -1
-            table[:, j] = col
-        table.sort(axis=1)
-        present = table >= 0
-        indptr = np.zeros(corpus.n_tokens + 1, dtype=np.int64)
-        np.cumsum(present.sum(axis=1), out=indptr[1:])
+    def _assemble(self, corpus):
+        """The stacked matrix of ``corpus``, featurized by the compiled
+        featurizer in blocks of sentences, one per thread."""
+        table, index = self._compiled_vocabulary()
+        program = corpus.program(self._instances, index)
         n_out = self.n_features_out_
-        if present.any() and table.max() >= n_out:
+        offsets = corpus.starts.astype(np.int64)
+        n_sentences, n_tokens = len(offsets) - 1, int(offsets[-1])
+        k = n_threads(getattr(self, "n_jobs", None), -(-n_tokens // MIN_RANGE_TOKENS))
+        cuts = np.unique(np.r_[0, np.searchsorted(
+            offsets, np.linspace(0, n_tokens, k + 1)[1:-1]), n_sentences]).tolist()
+        parts = run(k, lambda a, b: featurize(program, a, b, table, n_out),
+                    list(zip(cuts[:-1], cuts[1:])))
+        if len(parts) == 1:
+            indptr, indices, data = parts[0]
+        else:
+            shift = np.cumsum([0] + [p[0][-1] for p in parts[:-1]])
+            indptr = np.concatenate([[0]] + [p[0][1:] + d for p, d in zip(parts, shift)])
+            indices = np.concatenate([p[1] for p in parts])
+            data = np.concatenate([p[2] for p in parts])
+        if len(indices) and indices.max() >= n_out:
             # the stacked matrix is trusted by the kernels: it must not name a
             # column beyond its width
-            raise RuntimeError(f"feature column {table.max()} beyond the fitted width {n_out}")
-        matrix = sp.csr_matrix(
-            (np.ones(int(indptr[-1])), table[present], indptr),
-            shape=(corpus.n_tokens, n_out),
-        )
-        matrix.sum_duplicates()  # hash collisions
+            raise RuntimeError(f"feature column {indices.max()} beyond the fitted width {n_out}")
+        matrix = sp.csr_matrix((data, indices, indptr), shape=(n_tokens, n_out))
+        matrix.sum_duplicates()  # canonical already (hashed collisions are summed)
         # one stacked matrix: the taggers read it as it is (no cut and re-stack)
-        return StackedSentences._trusted(matrix, corpus.starts.astype(np.int64),
-                                         corpus.word_keys())
+        return StackedSentences._trusted(matrix, offsets, corpus.word_keys())
 
     @reads_model
     def transform(self, X):
@@ -272,9 +290,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             vocabulary are ignored.
         """
         check_is_fitted(self, "templates_")
-        corpus = _Corpus(X, self._boundary)
-        columns = [corpus.template(name, atoms) for name, atoms in self._instances]
-        return self._assemble(corpus, columns)
+        return self._assemble(_Corpus(X, self._boundary))
 
     @reads_model
     def token_features(self, X):

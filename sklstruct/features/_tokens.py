@@ -16,6 +16,8 @@ from itertools import groupby
 import numpy as np
 
 from .._validation import check_sentence, check_sentence_list, describe
+from ._columns import read_column
+from ._featurize import Program
 
 BOS = "__BOS__"
 """Value of a column atom that points before the start of the sentence."""
@@ -117,6 +119,25 @@ def _join_values(values):
     return "|".join(values)
 
 
+#: The key of each word met lately (:func:`_word_key`): hashing a word costs
+#: more than looking it up, and a test set meets the same words again.
+_WORD_KEYS = {}
+_WORD_KEYS_MAX = 1 << 20
+
+
+def _word_key(word):
+    """The stable 64-bit key of a word (blake2b of its UTF-8 bytes)."""
+    key = _WORD_KEYS.get(word)
+    if key is None:
+        key = int.from_bytes(blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8)
+                             .digest(), "little", signed=True)
+        if len(_WORD_KEYS) >= _WORD_KEYS_MAX:
+            _WORD_KEYS.clear()
+        # a str subclass (np.str_) is keyed by its value, as dicts do
+        _WORD_KEYS[word] = key
+    return key
+
+
 def _factorize(values):
     """Integer codes and the list of distinct values, in order of appearance."""
     uniques = list(dict.fromkeys(values))
@@ -135,7 +156,10 @@ class _Corpus:
         X = check_sentence_list(X, "X", "sentences (sequences of tokens)", item_ndim=1,
                                 sized=False)
         for i, sentence in enumerate(X):
-            tokens = check_sentence(sentence, f"X[{i}]", "tokens")
+            # (a non-empty list is what check_sentence would give; it is the
+            # usual sentence, and the call costs more than the featurizing)
+            tokens = (sentence if type(sentence) is list and sentence
+                      else check_sentence(sentence, f"X[{i}]", "tokens"))
             lengths.append(len(tokens))
             flat.extend(tokens)
         self.flat = flat
@@ -193,22 +217,19 @@ class _Corpus:
         if column in self._columns:
             return self._columns[column]
         get, seq_key, dict_key = self._getter(column)
-        flat = self.flat
-        try:
-            if self.kind == "str" and column == "word":
-                values = flat
-            elif self.kind == "seq" and seq_key is not None:
-                values = [t[seq_key] for t in flat]
-            elif self.kind == "dict" and dict_key is not None:
-                values = [t[dict_key] for t in flat]
-            else:
-                values = [get(t) for t in flat]
-            ok = all(issubclass(tp, str) for tp in set(map(type, values)))
-        except (KeyError, IndexError, TypeError):
-            ok = False
-        if not ok:
+        if self.kind == "str" and column == "word":
+            mode = 0
+        elif self.kind == "seq" and seq_key is not None:
+            mode = 1
+        elif self.kind == "dict" and dict_key is not None:
+            mode = 2
+        else:
+            mode = 3
+        result = read_column(self.flat, mode, -1 if seq_key is None else seq_key,
+                             dict_key, get)
+        if result is None:
             self._raise_column_error(get, column)
-        result = self._columns[column] = _factorize(values)
+        self._columns[column] = result
         return result
 
     def word_keys(self):
@@ -218,11 +239,10 @@ class _Corpus:
             codes, words = self.column("word")
         except (ValueError, TypeError):
             return None
-        keys = np.fromiter(
-            (int.from_bytes(blake2b(w.encode("utf-8", "surrogatepass"), digest_size=8)
-                            .digest(), "little", signed=True) for w in words),
-            dtype=np.int64, count=len(words))
-        return keys[codes]
+        keys = list(map(_WORD_KEYS.get, words))
+        if None in keys:
+            keys = list(map(_word_key, words))
+        return np.array(keys, dtype=np.int64)[codes]
 
     def _raise_column_error(self, get, column):
         for i, token in enumerate(self.flat):
@@ -325,3 +345,84 @@ class _Corpus:
             prefix = name + "="
             names = [prefix + v for v in table]
         return codes, names, mask
+
+    def program(self, instances, index=None):
+        """The template instances over this corpus as the compiled featurizer
+        reads them (:class:`._featurize.Program`): the atoms' value tables
+        (codes per token, UTF-8 values) and flag masks, evaluated here on the
+        distinct values of each column.  With ``index``, a
+        :class:`._fitted_index.FittedIndex` of the same instances, the value
+        tables are the fitted ones and the instances have their lookups."""
+        tables, masks = {}, {}
+        codes, mask_arrays, values = [], [], []
+        kinds, sources, offsets, bounds, prefixes, has_values = [], [], [], [0], [], []
+        for name, atoms in instances:
+            for kind, arg, base_name, column, offset in atoms:
+                if kind == "bias":
+                    kinds.append(2)
+                    sources.append(0)
+                elif kind == "flag":
+                    if base_name not in masks:
+                        masks[base_name] = len(mask_arrays)
+                        mask_arrays.append(self.base(kind, arg, base_name, column))
+                    kinds.append(1)
+                    sources.append(masks[base_name])
+                else:
+                    if base_name not in tables:
+                        tables[base_name] = len(codes)
+                        c, table = self.base(kind, arg, base_name, column)
+                        if index is not None:
+                            c = index.codes(index.tables[len(codes)], c, table)
+                        codes.append(c)
+                        values.append(table)
+                    kinds.append(0)
+                    sources.append(tables[base_name])
+                offsets.append(offset)
+            bounds.append(len(kinds))
+            named = not all(a[0] in ("flag", "bias") for a in atoms)
+            prefixes.append((name + "=" if named else name).encode("utf-8", "surrogatepass"))
+            has_values.append(named)
+        n = self.n_tokens
+        if index is None:
+            encoded, bars, sizes = [], [], []
+            for table in values:
+                encoded += [v.encode("utf-8", "surrogatepass") for v in table]
+                encoded += [_BOS_BYTES, _EOS_BYTES]
+                bars += ["|" in v for v in table] + [False, False]
+                sizes.append(len(table))
+            sizes = np.asarray(sizes, dtype=np.int64)
+            blob, value_offs = b"".join(encoded), _offsets(map(len, encoded), len(encoded))
+            table_base = _offsets(sizes[:-1] + 2, len(sizes) - 1)[:len(sizes)]
+            radix, bos, eos = sizes + 2, sizes, sizes + 1
+            bars = np.asarray(bars, dtype=np.uint8)
+            lookups = None
+        else:
+            blob, value_offs, table_base = index.blob, index.value_offs, index.table_base
+            radix, bos, eos = index.table_radix, index.table_bos, index.table_eos
+            bars, lookups = index.bars, index.lookups
+        return Program(
+            self.starts.astype(np.int64),
+            np.stack(codes).astype(np.intp, copy=False) if codes
+            else np.zeros((0, n), dtype=np.intp),
+            np.stack(mask_arrays).view(np.uint8) if mask_arrays
+            else np.zeros((0, n), dtype=np.uint8),
+            dict(blob=blob, value_offs=value_offs, base=table_base, radix=radix, bos=bos,
+                 eos=eos, bars=bars),
+            dict(atoms=np.asarray(bounds, dtype=np.int64), prefix_blob=b"".join(prefixes),
+                 prefix_offs=_offsets(map(len, prefixes), len(prefixes)),
+                 has_values=np.asarray(has_values, dtype=np.uint8),
+                 kind=np.asarray(kinds, dtype=np.int64), src=np.asarray(sources, dtype=np.int64),
+                 off=np.asarray(offsets, dtype=np.int64)),
+            self.boundary == "skip", lookups,
+        )
+
+
+_BOS_BYTES = BOS.encode()
+_EOS_BYTES = EOS.encode()
+
+
+def _offsets(lengths, count):
+    """Cumulative sums of ``count`` lengths, from 0 (``count + 1`` values)."""
+    out = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(lengths, dtype=np.int64, count=count), out=out[1:])
+    return out
