@@ -1,0 +1,111 @@
+"""What the feature sets give: F1 of the plain and rich presets, with and
+without Brown clusters, for the perceptron, the SWVM and the CRF.
+
+Issue 29, items 4 and 5(b).  CoNLL-2000 (train.txt -> test.txt) and CoNLL-2002
+Spanish NER (esp.train -> esp.testb, esp.testa reported as the development
+score).  The clusters are :class:`sklstruct.BrownClusters` learned from the
+training file's own words (no outside text, no test sentence), through
+``feature_set(name, clusters=...)``.  The learners run with the library's
+defaults (the perceptron with ``max_iter=10``), ``random_state=0``.  Each
+configuration prints one JSON line; ``--out`` writes the markdown table.
+
+Usage::
+
+    python benchmarks/bench_features_accuracy.py [--data DIR] [--corpora conll2000 esp]
+        [--presets plain rich] [--clusters 0 100] [--learners perceptron swvm crf]
+        [--out FILE]
+"""
+import argparse
+import json
+import time
+import warnings
+
+from common import DEFAULT_DATA, report
+
+from sklstruct import BrownClusters, CRFTagger, StructuredPerceptronTagger, SWVMTagger
+from sklstruct.datasets import read_conll
+from sklstruct.features import feature_set
+from sklstruct.metrics import chunk_f1_score
+
+CORPORA = {
+    "conll2000": ("conll2000/train.txt", None, "conll2000/test.txt",
+                  {"plain": "chunking", "rich": "chunking-rich"}),
+    "esp": ("conll2002/esp.train", "conll2002/esp.testa", "conll2002/esp.testb",
+            {"plain": "ner", "rich": "ner-rich"}),
+}
+
+LEARNERS = {
+    "perceptron": lambda: StructuredPerceptronTagger(max_iter=10, random_state=0),
+    "swvm": lambda: SWVMTagger(random_state=0),
+    "crf": lambda: CRFTagger(),
+}
+
+
+def run(data, corpus, preset, n_clusters, learners):
+    train, dev, test, names = CORPORA[corpus]
+    tr = read_conll(data / train)
+    te = read_conll(data / test)
+    dv = read_conll(data / dev) if dev else None
+    kwargs = {}
+    tic = time.perf_counter()
+    if n_clusters:
+        kwargs["clusters"] = BrownClusters(n_clusters=n_clusters, min_count=3).fit(tr[0])
+    cluster_s = time.perf_counter() - tic
+    vectorizer = feature_set(names[preset], **kwargs)
+    X_train = vectorizer.fit_transform(tr[0])
+    X_test = vectorizer.transform(te[0])
+    X_dev = vectorizer.transform(dv[0]) if dv else None
+    row = {"corpus": corpus, "preset": names[preset], "clusters": n_clusters,
+           "features": vectorizer.n_features_out_, "cluster_s": round(cluster_s, 1)}
+    for name in learners:
+        model = LEARNERS[name]()
+        tic = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # the CRF's ConvergenceWarning
+            model.fit(X_train, tr[1])
+        row[name] = {"test": round(100 * chunk_f1_score(te[1], model.predict(X_test)), 2),
+                     "dev": (round(100 * chunk_f1_score(dv[1], model.predict(X_dev)), 2)
+                             if dv else None),
+                     "fit_s": round(time.perf_counter() - tic, 1)}
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def table(rows, learners):
+    head = "| corpus | preset | clusters | features | " + " | ".join(learners) + " |"
+    lines = [head, "|" + "---|" * (4 + len(learners))]
+    for r in rows:
+        cells = []
+        for name in learners:
+            s = r[name]
+            dev = f" (dev {s['dev']:.2f})" if s["dev"] is not None else ""
+            cells.append(f"{s['test']:.2f}{dev}")
+        clusters = f"Brown, {r['clusters']}" if r["clusters"] else "-"
+        lines.append(f"| {r['corpus']} | {r['preset']} | {clusters} | {r['features']:,} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=lambda p: __import__("pathlib").Path(p),
+                        default=DEFAULT_DATA)
+    parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=list(CORPORA))
+    parser.add_argument("--presets", nargs="+", default=["plain", "rich"],
+                        choices=["plain", "rich"])
+    parser.add_argument("--clusters", nargs="+", type=int, default=[0, 100])
+    parser.add_argument("--learners", nargs="+", default=list(LEARNERS),
+                        choices=list(LEARNERS))
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    rows = [run(args.data, corpus, preset, c, args.learners)
+            for corpus in args.corpora for preset in args.presets for c in args.clusters]
+    body = ("Chunk F1 on the test file (CoNLL-2002: esp.testb, with esp.testa in "
+            "parentheses); Brown clusters from the training file's words only "
+            "(`min_count=3`).\n\n" + table(rows, args.learners) + "\n")
+    report("Feature sets: plain and rich presets, with and without Brown clusters",
+           "bench_features_accuracy.py", None, body, args.out)
+
+
+if __name__ == "__main__":
+    main()
