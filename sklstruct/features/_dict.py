@@ -1,5 +1,15 @@
 """DictSequenceVectorizer: sentences of feature dicts (the input of
-sklearn-crfsuite and python-crfsuite) to the taggers' input."""
+sklearn-crfsuite and python-crfsuite) to the taggers' input.
+
+The tokens are read by one walk in C (``_dict_kernel.FeatureWalk``; its
+docstring says why it is a kernel and how it finds a column without building
+names): flat dicts of str keys and str, float, int or bool values, the
+common case, are read there; any other token goes to :func:`_item_features`
+below, the general path, which names every problem.  Both give the columns
+and values that scikit-learn's ``DictVectorizer`` gave when it indexed the
+per-token dicts of names (the implementation before the kernel, kept in the
+tests as the oracle the kernel must match exactly).
+"""
 from collections.abc import Mapping
 from numbers import Integral
 
@@ -12,6 +22,7 @@ from .._publish import publishes, reads_model
 from .._validation import MAX_ABS_FEATURE, check_sentence_list
 from ..chain import StackedSentences
 from ._base import _SentencesOut
+from ._dict_kernel import FeatureWalk
 
 
 #: Deepest nesting of dicts and lists in a token's features: python-crfsuite's
@@ -59,6 +70,21 @@ def _item_features(item, prefix, where, out, depth=0):
     return out
 
 
+def _token_features(token, where):
+    """The general path of the walk: one token's attributes as a dict."""
+    return _item_features(token, "", where, {})
+
+
+def _check_sentence(sentence, i):
+    """Raise unless sentence ``X[i]`` is a non-empty sequence (the walk asks
+    for any sentence that is not a non-empty list)."""
+    if isinstance(sentence, (str, Mapping)) or not hasattr(sentence, "__len__"):
+        raise TypeError(f"X[{i}]: expected a list of token feature dicts; got "
+                        f"{type(sentence).__name__}")
+    if len(sentence) == 0:
+        raise ValueError(f"X[{i}]: the sentence is empty")
+
+
 class DictSequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
     """Sentences of feature dicts, as sklearn-crfsuite takes them, to the
     taggers' input.
@@ -76,9 +102,12 @@ class DictSequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         model = make_pipeline(DictSequenceVectorizer(), CRFTagger())
         model.fit(X_train, y_train)          # the same sent2features output
 
-    Attributes are indexed by :class:`sklearn.feature_extraction.DictVectorizer`
-    (the attribute names are built here, so that they are CRFsuite's);
-    attributes not seen in ``fit`` are ignored by ``transform``.
+    Attributes are indexed as :class:`sklearn.feature_extraction.DictVectorizer`
+    indexes them (the attribute names are CRFsuite's; the columns, sorted or in
+    order of first appearance, and the values are the same), in one pass in C
+    over the common case, flat dicts of strings and numbers; attributes not
+    seen in ``fit`` are ignored by ``transform``.  Repeated attributes of a
+    token (``{"a=b": "c", "a": "b=c"}``) add up; zero values are left out.
 
     Parameters
     ----------
@@ -97,20 +126,14 @@ class DictSequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
     def __init__(self, sort=True):
         self.sort = sort
 
-    def _items(self, X):
-        """Every token's attributes, and the sentence offsets."""
+    def _walk(self, X, names, fitting, store):
+        """Read every token once (see ``_dict_kernel``): the walk holds the
+        names (``names`` grows when ``fitting``) and, if ``store``, the entries."""
         sentences = check_sentence_list(X, "X", "sentences of feature dicts", item_ndim=1)
-        items, offsets = [], [0]
-        for i, sentence in enumerate(sentences):
-            if isinstance(sentence, (str, Mapping)) or not hasattr(sentence, "__len__"):
-                raise TypeError(f"X[{i}]: expected a list of token feature dicts; got "
-                                f"{type(sentence).__name__}")
-            if len(sentence) == 0:
-                raise ValueError(f"X[{i}]: the sentence is empty")
-            items.extend(_item_features(token, "", f"X[{i}][{t}]", {})
-                         for t, token in enumerate(sentence))
-            offsets.append(len(items))
-        return items, np.array(offsets, dtype=np.int64)
+        walk = FeatureWalk(names, fitting, store, _token_features, _check_sentence,
+                           MAX_ABS_FEATURE)
+        walk.walk(sentences)
+        return walk
 
     @publishes
     @_fit_context(prefer_skip_nested_validation=True)
@@ -126,27 +149,44 @@ class DictSequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         -------
         self
         """
-        self._fit_items(self._items(X)[0])
+        names = {}
+        self._fit_names(names, self._walk(X, names, True, False).name_list)
         return self
 
-    def _fit_items(self, items):
+    def _fit_names(self, names, name_list):
+        """Set the vocabulary from the names in order of first appearance
+        (``names`` maps them to that order); the map from that order to the
+        columns (None: the same)."""
         from sklearn.feature_extraction import DictVectorizer
 
-        if not any(items):
+        if not name_list:
             raise ValueError("X: no token has a feature (every dict is empty); nothing to "
                              "learn a vocabulary from")
-        vectorizer = DictVectorizer(sort=self.sort).fit(items)
+        perm = None
+        if self.sort:
+            feature_names = sorted(name_list)
+            names = {name: col for col, name in enumerate(feature_names)}
+            perm = np.fromiter(map(names.__getitem__, name_list), np.int64, len(name_list))
+        else:
+            feature_names = name_list
+        # ``vectorizer_`` stays a DictVectorizer fitted to the same names (it
+        # costs two references), as before the kernel: code that reads it, and
+        # models pickled before, keep working.
+        vectorizer = DictVectorizer(sort=self.sort)
+        vectorizer.feature_names_ = feature_names
+        vectorizer.vocabulary_ = names
         self.vectorizer_ = vectorizer
-        self.vocabulary_ = vectorizer.vocabulary_
-        self.n_features_out_ = len(vectorizer.vocabulary_)
+        self.vocabulary_ = names
+        self.n_features_out_ = len(names)
+        return perm
 
     @publishes
     def fit_transform(self, X, y=None):
         """:meth:`fit` then :meth:`transform`, reading the dicts once."""
         self._validate_params()
-        items, offsets = self._items(X)
-        self._fit_items(items)
-        return self._stack(items, offsets)
+        names = {}
+        walk = self._walk(X, names, True, True)
+        return self._stack(walk, self._fit_names(names, walk.name_list))
 
     @reads_model
     def transform(self, X):
@@ -163,12 +203,15 @@ class DictSequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             stacked (see :class:`sklstruct.chain.StackedSentences`).
         """
         check_is_fitted(self, "vectorizer_")
-        return self._stack(*self._items(X))
+        return self._stack(self._walk(X, self.vocabulary_, False, True))
 
-    def _stack(self, items, offsets):
-        matrix = sp.csr_matrix(self.vectorizer_.transform(items), dtype=np.float64)
-        matrix.eliminate_zeros()
-        matrix.sort_indices()
+    def _stack(self, walk, perm=None):
+        indptr, indices, data, offsets = walk.csr(perm)
+        # Built as DictVectorizer built it, a sparse array then a csr_matrix,
+        # so that the index arrays have the dtype they had (SciPy keeps a
+        # sparse array's int64 indices, where csr_matrix would narrow them)
+        matrix = sp.csr_matrix(sp.csr_array((data, indices, indptr),
+                                            shape=(len(indptr) - 1, len(self.vocabulary_))))
         return StackedSentences(matrix, offsets)
 
     @reads_model
