@@ -22,6 +22,10 @@ from ._tokens import _Corpus
 #: gensim's model class for each value of ``train``.
 TRAINERS = {"word2vec": "Word2Vec", "fasttext": "FastText"}
 
+#: Slots (tokens x columns before the zeros are dropped) :meth:`transform`
+#: fills at a time: it works on chunks of tokens of about 32 MiB.
+_SLOTS_PER_CHUNK = 1 << 22
+
 #: Largest ``window`` (as the templates' offsets of SequenceVectorizer).
 MAX_WINDOW = 1000
 
@@ -36,6 +40,39 @@ def _stable_hash(text):
     every process (gensim's default, Python's ``hash``, changes with
     ``PYTHONHASHSEED``, and so would the vectors)."""
     return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+
+
+def _chunk(table, clusters, ks, near, dim):
+    """The CSR data, column indices and row counts of a chunk of tokens.
+
+    ``near[j]`` is the row (of ``table`` and ``clusters``) of the word at the
+    ``j``-th offset from each token of the chunk.  Every token has the same
+    slots: the vector of each offset, then one slot per clustering and
+    offset; they are filled by gathering rows, and the zero ones (beyond the
+    sentence, unknown words with ``unknown="zero"``, no cluster, zero
+    entries) are dropped in one pass, row by row, which keeps the columns
+    of each row sorted."""
+    n_off = len(near)
+    n_rows = near[0].shape[0]
+    n_slots = n_off * (dim + len(ks))
+    values = np.empty((n_rows, n_slots), dtype=np.float64)
+    columns = np.empty((1, n_slots), dtype=np.int32)
+    cluster_columns = np.empty((n_rows, n_off * len(ks)), dtype=np.int32)
+    for j, rows in enumerate(near):
+        values[:, j * dim:(j + 1) * dim] = table[rows]
+    columns[0, :n_off * dim] = np.arange(n_off * dim)
+    slot, col0 = n_off * dim, n_off * dim
+    for i, k in enumerate(ks):
+        for j, rows in enumerate(near):
+            c = clusters[rows, i]
+            values[:, slot] = c >= 0
+            cluster_columns[:, slot - n_off * dim] = col0 + np.maximum(c, 0)
+            slot += 1
+            col0 += k
+    keep = values != 0
+    columns = np.broadcast_to(columns, (n_rows, n_slots)).copy()
+    columns[:, n_off * dim:] = cluster_columns
+    return values[keep], columns[keep], keep.sum(axis=1)
 
 
 def _offset_name(offset):
@@ -253,9 +290,9 @@ class EmbeddingFeatures(_SentencesOut, TransformerMixin, BaseEstimator):
     -----
     :meth:`transform` reads the words of all tokens at once (the compiled
     column reader of :class:`~sklstruct.SequenceVectorizer`), looks each
-    distinct word up once and gathers the rows with NumPy; memory is that
-    of the output, about ``12 * n_tokens * (2 * window + 1) * (n_dims +
-    len(kmeans))`` bytes.  The output also carries each token's word key
+    distinct word up once and gathers the rows with NumPy, in chunks of
+    tokens of about 32 MiB; memory is that of the output, at most ``12 *
+    n_tokens * (2 * window + 1) * (n_dims + len(kmeans))`` bytes.  The output also carries each token's word key
     (:attr:`sklstruct.chain.StackedSentences.keys`), as SequenceVectorizer's
     does, so that a :class:`~sklstruct.ConstrainedTagger` can follow it.
 
@@ -499,65 +536,44 @@ class EmbeddingFeatures(_SentencesOut, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "vectors_")
         corpus = _Corpus(X)
         codes, words = corpus.column("word")
-        table, found, clusters = self._rows(self._looked_up(words, self._lowercase))
-        has_vector = found if self._unknown == "zero" else np.ones_like(found)
+        table, _, clusters = self._rows(self._looked_up(words, self._lowercase))
         n = corpus.n_tokens
         w = self._window
         dim = table.shape[1]
-        offsets = range(-w, w + 1)
-        # the blocks of columns in order: (source token of each row or -1, width, values)
-        blocks, col = [], 0
-        position = np.asarray(corpus.position)
-        length = np.asarray(corpus.sentence_length)
-        sources = {}
-        for o in offsets:
-            inside = (position + o >= 0) & (position + o < length)
-            src = np.arange(n) + o
-            sources[o] = np.where(inside, src, -1)
-        for o in offsets:
-            src = sources[o]
-            valid = src >= 0
-            valid[valid] = has_vector[codes[src[valid]]]
-            blocks.append((valid, src, dim, col, None))
-            col += dim
-        for i, k in enumerate(self._n_kmeans):
-            for o in offsets:
-                src = sources[o]
-                valid = src >= 0
-                valid[valid] = clusters[codes[src[valid]], i] >= 0
-                blocks.append((valid, src, 1, col, i))
-                col += k
-        n_columns = col
+        ks = self._n_kmeans
+        n_columns = (2 * w + 1) * (dim + sum(ks))
         if n_columns >= 2**31:
             raise ValueError(f"EmbeddingFeatures: {n_columns} columns, more than a CSR matrix "
                              "with 32-bit indices holds (reduce window or kmeans)")
-        counts = np.zeros(n, dtype=np.int64)
-        for valid, _, width, _, _ in blocks:
-            counts += valid * width
+        # one more row, of zeros, for the tokens beyond the sentence; unknown
+        # words' rows hold unknown_vector_ (zeros, or the mean)
+        table = np.vstack([table, np.zeros((1, dim))])
+        clusters = np.vstack([clusters, np.full((1, len(ks)), -1, dtype=np.intp)])
+        codes = np.append(codes, len(words))
+        position = np.asarray(corpus.position)
+        length = np.asarray(corpus.sentence_length)
+        data, indices, counts = [], [], []
+        step = max(1, _SLOTS_PER_CHUNK // ((2 * w + 1) * (dim + len(ks))))
+        for a in range(0, n, step):
+            b = min(n, a + step)
+            rows = np.arange(a, b)
+            # the word (code) of the token o positions away, for each offset
+            near = [codes[np.where((position[a:b] + o >= 0) & (position[a:b] + o < length[a:b]),
+                                   rows + o, n)] for o in range(-w, w + 1)]
+            d, i, c = _chunk(table, clusters, ks, near, dim)
+            data.append(d)
+            indices.append(i)
+            counts.append(c)
+        data = np.concatenate(data) if data else np.zeros(0)
         indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(counts, out=indptr[1:])
-        nnz = int(indptr[-1])
-        if nnz >= 2**31:
-            raise ValueError(f"X: the features have {nnz} nonzeros, more than a CSR matrix "
-                             "with 32-bit indices holds; transform fewer sentences at a time")
-        indices = np.empty(nnz, dtype=np.int32)
-        data = np.empty(nnz, dtype=np.float64)
-        filled = indptr[:-1].copy()         # where each row's next block starts
-        for valid, src, width, col0, i in blocks:
-            rows = np.flatnonzero(valid)
-            word = codes[src[rows]]
-            start = filled[rows]
-            if i is None:
-                pos = start[:, None] + np.arange(width)
-                indices[pos] = col0 + np.arange(width, dtype=np.int32)
-                data[pos] = table[word]
-            else:
-                indices[start] = col0 + clusters[word, i]
-                data[start] = 1.0
-            filled[rows] += width
-        matrix = sp.csr_matrix((data, indices, indptr.astype(np.int32)), shape=(n, n_columns))
-        if nnz and not data.all():
-            matrix.eliminate_zeros()
+        np.cumsum(np.concatenate(counts) if counts else [], out=indptr[1:])
+        if indptr[-1] >= 2**31:
+            raise ValueError(f"X: the features have {indptr[-1]} nonzeros, more than a CSR "
+                             "matrix with 32-bit indices holds; transform fewer sentences at "
+                             "a time")
+        matrix = sp.csr_matrix((data, np.concatenate(indices) if indices else
+                                np.zeros(0, dtype=np.int32), indptr.astype(np.int32)),
+                               shape=(n, n_columns))
         matrix.has_sorted_indices = True
         return StackedSentences._trusted(matrix, np.asarray(corpus.starts, dtype=np.int64),
                                          corpus.word_keys())
