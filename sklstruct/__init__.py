@@ -4,7 +4,8 @@ sequence labeling and constituency parsing, with Cython decoding kernels."""
 __version__ = "0.1.0"
 
 from .features import (BrownClusters, DictSequenceVectorizer,  # noqa: E402
-                       SequenceVectorizer, TokenTransformer, feature_set)
+                       EmbeddingFeatures, SentenceFeatureUnion, SequenceVectorizer,
+                       TokenTransformer, feature_set)
 from ._registry import ESTIMATORS  # noqa: E402
 
 from .learners.m3n import M3NSGDTagger  # noqa: E402  (deprecated alias of M3NTagger)
@@ -15,6 +16,8 @@ __all__ = sorted(cls.__name__ for cls in ESTIMATORS.values()) + [
     "M3NSGDTagger",
     "BrownClusters",
     "DictSequenceVectorizer",
+    "EmbeddingFeatures",
+    "SentenceFeatureUnion",
     "SequenceVectorizer",
     "TokenTransformer",
     "feature_set",

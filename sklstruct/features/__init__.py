@@ -101,24 +101,32 @@ released), ``_fitted_index`` the fitted vocabulary as it reads it,
 ``_sequence`` the :class:`SequenceVectorizer` built on them, :mod:`~sklstruct.features.presets`
 the named feature sets (:func:`feature_set`, :data:`PRESETS`), ``_dict``
 :class:`DictSequenceVectorizer`, ``_token_transformer``
-:class:`TokenTransformer` and ``clusters`` :class:`BrownClusters` (word
+:class:`TokenTransformer`, ``clusters`` :class:`BrownClusters` (word
 clusters whose paths :meth:`BrownClusters.transform` appends as a column,
-for templates such as ``prefix4(col2)``; its kernel is ``_brown``).
+for templates such as ``prefix4(col2)``; its kernel is ``_brown``),
+``embeddings`` :class:`EmbeddingFeatures` (word vectors, given or trained
+with gensim, as real-valued token features, and k-means clusters of them)
+and ``union`` :class:`SentenceFeatureUnion` (the token features of several
+transformers side by side).
 """
 from ._dict import DictSequenceVectorizer
 from .clusters import BrownClusters
+from .embeddings import EmbeddingFeatures
 from ._sequence import SequenceVectorizer
 from ._token_transformer import TokenTransformer
 from ._tokens import BOS, EOS, word_shape
 from .presets import PRESETS, Preset, feature_set
+from .union import SentenceFeatureUnion
 
 __all__ = [
     "BOS",
     "BrownClusters",
     "EOS",
+    "EmbeddingFeatures",
     "PRESETS",
     "DictSequenceVectorizer",
     "Preset",
+    "SentenceFeatureUnion",
     "SequenceVectorizer",
     "TokenTransformer",
     "feature_set",

@@ -78,6 +78,18 @@ def cases():
     yield ("TokenTransformer", TokenTransformer(StandardScaler(with_mean=False)),
            lambda m: m.fit(X[:6]), lambda m: m.fit(X[6:]),
            {"transform": lambda m: m.transform(X)})
+    from sklstruct import EmbeddingFeatures, SentenceFeatureUnion
+    vec_rng = np.random.default_rng(1)
+    vectors = {w: vec_rng.normal(size=4) for w in ("the", "dog", "a", "cat", "cats", "bark")}
+    sentences = SENTENCES_A + SENTENCES_B
+    yield ("EmbeddingFeatures", EmbeddingFeatures(vectors, kmeans=(2,), random_state=0),
+           lambda m: m.set_params(window=0).fit(SENTENCES_A),
+           lambda m: m.set_params(window=1).fit(SENTENCES_B),
+           {"transform": lambda m: m.transform(sentences)})
+    union = SentenceFeatureUnion([("words", SequenceVectorizer(["word"])),
+                                  ("emb", EmbeddingFeatures(vectors))])
+    yield ("SentenceFeatureUnion", union, lambda m: m.fit(SENTENCES_A),
+           lambda m: m.fit(SENTENCES_B), {"transform": lambda m: m.transform(sentences)})
 
 
 CASES = {case[0]: case for case in cases()}
