@@ -180,7 +180,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         # Names from different templates differ (their prefixes do); a name
         # met twice within a template (a word "__BOS__" and the symbol) is
         # one entry of the table, with the counts added.
-        table, counts = count_names(program)
+        table, counts, export = count_names(program)
         names = table.names()
         min_freq = self.min_freq
         kept = (np.arange(len(names)) if min_freq == 1
@@ -198,9 +198,11 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         columns[kept[order]] = np.arange(len(order), dtype=np.int32)
         table.set_values(columns)
         self.vocabulary_ = dict(zip([kept_names[i] for i in order], range(len(order))))
-        self._set_templates(instances, len(order), table)
+        values, tables = corpus.value_tables
+        index = FittedIndex.from_counts(instances, values, tables, export, columns)
+        self._set_templates(instances, len(order), table, index)
 
-    def _set_templates(self, instances, n_features_out, table):
+    def _set_templates(self, instances, n_features_out, table, index=None):
         self._instances = instances
         self._boundary = self.boundary
         # transform keeps the fitted mode and width, whatever set_params says later
@@ -210,8 +212,8 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         # the vocabulary as the featurizer reads it; a mutable holder, so that
         # a table rebuilt by transform (after unpickling) is kept
         self._compiled = {"vocabulary": getattr(self, "vocabulary_", None), "table": table}
-        if table is not None:
-            self._compiled["index"] = FittedIndex(instances, self.vocabulary_)
+        if index is not None:
+            self._compiled["index"] = index
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -268,7 +270,9 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             # column beyond its width
             raise RuntimeError(f"feature column {indices.max()} beyond the fitted width {n_out}")
         matrix = sp.csr_matrix((data, indices, indptr), shape=(n_tokens, n_out))
-        matrix.sum_duplicates()  # canonical already (hashed collisions are summed)
+        # canonical already (featurize sorts each row and sums hashed
+        # collisions): say so rather than have scipy check it again
+        matrix.has_canonical_format = True
         # one stacked matrix: the taggers read it as it is (no cut and re-stack)
         return StackedSentences._trusted(matrix, offsets, corpus.word_keys())
 
