@@ -218,7 +218,8 @@ class FittedIndex:
         """The codes in the fitted table of ``base`` of tokens whose values are
         ``values[codes]``; -1 for a value outside it."""
         table = self.tables[self.bases.index(base)] if isinstance(base, str) else base
-        return fitted_codes(values, table)[codes]
+        # (a code -1, a word without a cluster path, reads the -1 appended)
+        return np.r_[fitted_codes(values, table), -1][codes]
 
 
 def row_order(ranges, n_instances, lookups):

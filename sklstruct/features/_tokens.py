@@ -139,6 +139,19 @@ def _word_key(word):
     return key
 
 
+def _cluster_codes(codes, table, clusters, n):
+    """``(codes, table)`` of the atom ``clusterN``: the first ``n`` bits of
+    each value's path; code -1 where the value has no path (no feature, as a
+    flag that does not fire)."""
+    get = (clusters or {}).get
+    paths = [get(v) for v in table]
+    have = [i for i, p in enumerate(paths) if p is not None]
+    remap, values = _factorize([paths[i][:n] for i in have])
+    full = np.full(len(table) + 1, -1, dtype=np.intp)   # (codes[-1] stays -1)
+    full[have] = remap
+    return full[codes], values
+
+
 def _factorize(values):
     """Integer codes and the list of distinct values, in order of appearance."""
     uniques = list(dict.fromkeys(values))
@@ -151,8 +164,9 @@ def _factorize(values):
 class _Corpus:
     """All tokens of ``X`` flattened, with the helpers the templates need."""
 
-    def __init__(self, X, boundary="symbol"):
+    def __init__(self, X, boundary="symbol", clusters=None):
         self.boundary = boundary
+        self.clusters = clusters     # word (or value) -> bit-string path
         X = check_sentence_list(X, "X", "sentences (sequences of tokens)", item_ndim=1,
                                 sized=False)
         # one compiled pass: the per-sentence and per-token Python work here
@@ -278,6 +292,10 @@ class _Corpus:
         elif kind == "column":
             result = codes, table
         else:
+            if isinstance(arg, tuple) and arg[0] == "cluster":
+                result = _cluster_codes(codes, table, self.clusters, arg[1])
+                self._bases[base_name] = result
+                return result
             if isinstance(arg, tuple):
                 side, n = arg
                 derived = [v[:n] for v in table] if side == "prefix" else [
@@ -311,11 +329,20 @@ class _Corpus:
             return np.zeros(n, dtype=np.intp), ["1"], mask
         codes, table = base
         if offset == 0:
-            return codes, table, None
-        if self.boundary == "skip":
-            return np.where(valid, codes[source], 0), table, valid
-        codes = np.where(valid, codes[source], len(table))
-        return codes, table + [BOS if offset < 0 else EOS], None
+            codes, mask = codes, None
+        elif self.boundary == "skip":
+            codes, mask = np.where(valid, codes[source], 0), valid
+        else:
+            codes, mask = np.where(valid, codes[source], len(table)), None
+            table = table + [BOS if offset < 0 else EOS]
+        if kind == "derived" and isinstance(arg, tuple) and arg[0] == "cluster":
+            # a word without a path (code -1) gives no feature
+            has = codes >= 0
+            mask = has if mask is None else mask & has
+            codes = np.where(has, codes, 0)
+            # (no value with a path: a placeholder that the mask never shows)
+            table = table or [""]
+        return codes, table, mask
 
     def template(self, name, atoms):
         """``(codes, names, mask)`` of a template instance.
