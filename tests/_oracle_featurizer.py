@@ -53,8 +53,9 @@ def _factorize(values):
 class Corpus:
     """All tokens of ``X`` flattened, with the helpers the templates need."""
 
-    def __init__(self, X, boundary="symbol"):
+    def __init__(self, X, boundary="symbol", clusters=None):
         self.boundary = boundary
+        self.clusters = clusters     # word (or value) -> bit-string path
         flat, lengths = [], []
         X = check_sentence_list(X, "X", "sentences (sequences of tokens)", item_ndim=1,
                                 sized=False)
@@ -181,6 +182,10 @@ class Corpus:
         elif kind == "column":
             result = codes, table
         else:
+            if isinstance(arg, tuple) and arg[0] == "cluster":
+                result = _cluster_codes(codes, table, self.clusters, arg[1])
+                self._bases[base_name] = result
+                return result
             if isinstance(arg, tuple):
                 side, n = arg
                 derived = [v[:n] for v in table] if side == "prefix" else [
@@ -214,11 +219,20 @@ class Corpus:
             return np.zeros(n, dtype=np.intp), ["1"], mask
         codes, table = base
         if offset == 0:
-            return codes, table, None
-        if self.boundary == "skip":
-            return np.where(valid, codes[source], 0), table, valid
-        codes = np.where(valid, codes[source], len(table))
-        return codes, table + [BOS if offset < 0 else EOS], None
+            codes, mask = codes, None
+        elif self.boundary == "skip":
+            codes, mask = np.where(valid, codes[source], 0), valid
+        else:
+            codes, mask = np.where(valid, codes[source], len(table)), None
+            table = table + [BOS if offset < 0 else EOS]
+        if kind == "derived" and isinstance(arg, tuple) and arg[0] == "cluster":
+            # a word without a path (code -1) gives no feature
+            has = codes >= 0
+            mask = has if mask is None else mask & has
+            codes = np.where(has, codes, 0)
+            # (no value with a path: a placeholder that the mask never shows)
+            table = table or [""]
+        return codes, table, mask
 
     def template(self, name, atoms):
         """``(codes, names, mask)`` of a template instance.
@@ -251,6 +265,19 @@ class Corpus:
         return codes, names, mask
 
 
+def _cluster_codes(codes, table, clusters, n):
+    """``(codes, table)`` of the atom ``clusterN``: the first ``n`` bits of
+    each value's path; code -1 where the value has no path (no feature, as a
+    flag that does not fire)."""
+    get = (clusters or {}).get
+    paths = [get(v) for v in table]
+    have = [i for i, p in enumerate(paths) if p is not None]
+    remap, values = _factorize([paths[i][:n] for i in have])
+    full = np.full(len(table) + 1, -1, dtype=np.intp)   # (codes[-1] stays -1)
+    full[have] = remap
+    return full[codes], values
+
+
 def _lookup(names, vocabulary, n_out, hashing):
     if hashing:
         hasher = FeatureHasher(n_out, input_type="string", alternate_sign=False)
@@ -262,10 +289,10 @@ def _lookup(names, vocabulary, n_out, hashing):
 
 
 def fit(X, templates, window=0, min_freq=1, hashing=False, n_features=2**20,
-        boundary="symbol"):
+        boundary="symbol", clusters=None):
     """(instances, vocabulary or None, n_features_out) as the old fit."""
     instances = _parse_templates(templates, window)
-    corpus = Corpus(X, boundary)
+    corpus = Corpus(X, boundary, clusters)
     if hashing:
         return instances, None, n_features
     columns = [corpus.template(name, atoms) for name, atoms in instances]
@@ -281,9 +308,9 @@ def fit(X, templates, window=0, min_freq=1, hashing=False, n_features=2**20,
     return instances, dict(zip(kept, range(len(kept)))), len(kept)
 
 
-def transform(X, instances, vocabulary, n_out, hashing, boundary="symbol"):
+def transform(X, instances, vocabulary, n_out, hashing, boundary="symbol", clusters=None):
     """(matrix, offsets, keys) as the old transform."""
-    corpus = Corpus(X, boundary)
+    corpus = Corpus(X, boundary, clusters)
     columns = [corpus.template(name, atoms) for name, atoms in instances]
     table = np.empty((corpus.n_tokens, len(columns)), dtype=np.int32)
     for j, (codes, names, mask) in enumerate(columns):
@@ -301,9 +328,9 @@ def transform(X, instances, vocabulary, n_out, hashing, boundary="symbol"):
     return matrix, corpus.starts.astype(np.int64), corpus.word_keys()
 
 
-def token_features(X, instances, boundary="symbol"):
+def token_features(X, instances, boundary="symbol", clusters=None):
     """Feature names of every token, as the old token_features."""
-    corpus = Corpus(X, boundary)
+    corpus = Corpus(X, boundary, clusters)
     per_template = []
     for name, atoms in instances:
         codes, names, mask = corpus.template(name, atoms)

@@ -41,6 +41,14 @@ parentheses:
     lower-cased word.
 ``prefixN``, ``suffixN``
     first / last ``N >= 1`` characters (the whole string when shorter).
+``clusterN``
+    the first ``N >= 1`` bits of the word's cluster path (the whole path
+    when shorter), from the ``clusters`` of :class:`SequenceVectorizer`
+    (e.g. ``BrownClusters().fit(X).clusters_``; ``cluster4(pos)`` reads the
+    path of the POS tag).  A word without a path gives no feature, as a flag
+    that does not fire (not a value ``""``, which would make all unknown
+    words one feature); beyond the sentence it is ``__BOS__`` / ``__EOS__``
+    like any atom.
 ``shape``
     collapsed word shape (:func:`word_shape`): upper-case letters become ``X``, lower-case ``x``,
     digits ``d``, other characters are kept, and runs of one symbol are

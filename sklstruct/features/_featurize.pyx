@@ -84,85 +84,7 @@ cdef int64_t DENSE_BUDGET = 1 << 22
 # Hashes
 # ---------------------------------------------------------------------------
 
-cdef inline uint32_t _rotl32(uint32_t x, int r) noexcept nogil:
-    return (x << r) | (x >> (32 - r))
-
-
-cdef int32_t murmurhash3_32(const char* data, Py_ssize_t length) noexcept nogil:
-    """MurmurHash3 x86 32-bit, seed 0, as a signed int: scikit-learn's
-    ``murmurhash3_32(bytes, positive=False)``."""
-    cdef const uint8_t* d = <const uint8_t*>data
-    cdef Py_ssize_t nblocks = length // 4, i
-    cdef uint32_t h1 = 0, k1
-    cdef uint32_t c1 = 0xcc9e2d51U, c2 = 0x1b873593U
-    for i in range(nblocks):
-        memcpy(&k1, d + 4 * i, 4)
-        k1 *= c1
-        k1 = _rotl32(k1, 15)
-        k1 *= c2
-        h1 ^= k1
-        h1 = _rotl32(h1, 13)
-        h1 = h1 * 5 + 0xe6546b64U
-    d += nblocks * 4
-    k1 = 0
-    i = length & 3
-    if i >= 3:
-        k1 ^= (<uint32_t>d[2]) << 16
-    if i >= 2:
-        k1 ^= (<uint32_t>d[1]) << 8
-    if i >= 1:
-        k1 ^= d[0]
-        k1 *= c1
-        k1 = _rotl32(k1, 15)
-        k1 *= c2
-        h1 ^= k1
-    h1 ^= <uint32_t>length
-    h1 ^= h1 >> 16
-    h1 *= 0x85ebca6bU
-    h1 ^= h1 >> 13
-    h1 *= 0xc2b2ae35U
-    h1 ^= h1 >> 16
-    return <int32_t>h1
-
-
-def murmurhash3_bytes(bytes data):
-    """:func:`murmurhash3_32` of ``data`` (for the tests)."""
-    return murmurhash3_32(data, len(data))
-
-
-cdef inline int32_t _hashed_column(const char* name, Py_ssize_t length,
-                                   int64_t n_features) noexcept nogil:
-    """FeatureHasher's column of a name (alternate_sign=False)."""
-    cdef int32_t h = murmurhash3_32(name, length)
-    if h == -2147483648:
-        # abs(-2**31) % n_features, as scikit-learn defines it
-        return <int32_t>((2147483647 - (n_features - 1)) % n_features)
-    return <int32_t>((h if h >= 0 else -h) % n_features)
-
-
-cdef inline uint64_t _mix64(uint64_t h) noexcept nogil:
-    h ^= h >> 33
-    h *= 0xff51afd7ed558ccdULL
-    h ^= h >> 33
-    h *= 0xc4ceb9fe1a85ec53ULL
-    h ^= h >> 33
-    return h
-
-
-cdef uint64_t _hash_bytes(const char* s, Py_ssize_t n) noexcept nogil:
-    """A 64-bit hash of a byte string, eight bytes at a step."""
-    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ <uint64_t>n, w
-    while n >= 8:
-        memcpy(&w, s, 8)
-        h = (h ^ w) * 0x100000001b3ULL
-        h ^= h >> 29
-        s += 8
-        n -= 8
-    if n > 0:
-        w = 0
-        memcpy(&w, s, n)
-        h = (h ^ w) * 0x100000001b3ULL
-    return _mix64(h)
+include "_hashes.pxi"
 
 
 # ---------------------------------------------------------------------------
@@ -481,6 +403,8 @@ cdef class Program:
     cdef const uint8_t[::1] has_values
     cdef const int64_t[::1] atom_kind, atom_src, atom_off
     cdef bint skip
+    cdef const int64_t[::1] order   # the order in which the instances are visited
+    cdef bint sorted_rows           # visiting them so gives each row's columns sorted
     cdef int64_t n_inst, max_atoms, max_name
     cdef object _keep
     cdef Lookup** lookups       # per instance: its fitted lookup, or NULL
@@ -492,11 +416,15 @@ cdef class Program:
         free(self.lookups)
 
     def __init__(self, starts, codes, masks, dict tables, dict instances, bint skip,
-                 lookups=None):
+                 lookups=None, order=None):
         """``tables``: ``blob``, ``value_offs``, ``base``, ``radix``, ``bos``,
         ``eos``, ``bars``; ``instances``: ``atoms`` (the bounds),
         ``prefix_blob``, ``prefix_offs``, ``has_values``, ``kind``, ``src``,
-        ``off`` (per atom)."""
+        ``off`` (per atom).  ``order``: an order of the instances in which
+        every token's columns come out increasing (distinct instances'
+        lookups give disjoint, ordered column ranges: with a vocabulary sorted
+        by name, each named instance's names share the prefix ``TEMPLATE=``),
+        so that rows need no sort; None: rows are sorted."""
         cdef int64_t i, j, longest = 0
         cdef InstanceLookup lookup
         blob, prefix_blob = tables["blob"], instances["prefix_blob"]
@@ -522,6 +450,12 @@ cdef class Program:
         self.atom_src = instances["src"]
         self.atom_off = instances["off"]
         self.skip = skip
+        self.sorted_rows = order is not None
+        if order is None:
+            order = np.arange(len(inst_atoms) - 1, dtype=np.int64)
+        elif sorted(order.tolist()) != list(range(len(inst_atoms) - 1)):
+            raise ValueError("order must be a permutation of the instances")
+        self.order = np.ascontiguousarray(order, dtype=np.int64)
         self.n_inst = len(inst_atoms) - 1
         self.lookups = <Lookup**>malloc((self.n_inst + 1) * sizeof(Lookup*))
         if self.lookups == NULL:
@@ -534,8 +468,10 @@ cdef class Program:
         self.max_atoms = 0
         for i in range(self.n_inst):
             self.max_atoms = max(self.max_atoms, inst_atoms[i + 1] - inst_atoms[i])
-        for j in range(len(value_offs) - 1):
-            longest = max(longest, value_offs[j + 1] - value_offs[j])
+        # (in numpy: an indexing of the Python array per value cost
+        # milliseconds per transform with a fitted vocabulary's tables)
+        if len(value_offs) > 1:
+            longest = int(np.diff(value_offs).max())
         self.max_name = 0
         for i in range(self.n_inst):
             # every value escaped at worst doubles, plus a bar between values
@@ -551,6 +487,41 @@ cdef struct Instance:
     KeyMap* levels            # per atom (used where level)
     int32_t* dense            # key -> value, or NULL
     KeyMap cache              # key -> value when not dense
+    bint interned             # some atom is a level: its keys are the block's own
+
+
+cdef struct Export:
+    # fit's counting pass: every distinct (instance, key) and its name id,
+    # for the fitted lookups (only of instances whose keys are not interned)
+    int32_t* inst
+    uint64_t* keys
+    int32_t* ids
+    int64_t n, cap
+
+
+cdef int _export_add(Export* e, int32_t i, uint64_t key, int32_t id_) noexcept nogil:
+    cdef int64_t cap
+    cdef void* p
+    if e.n == e.cap:
+        cap = 2 * e.cap + 4096
+        p = realloc(e.inst, cap * sizeof(int32_t))
+        if p == NULL:
+            return -1
+        e.inst = <int32_t*>p
+        p = realloc(e.keys, cap * sizeof(uint64_t))
+        if p == NULL:
+            return -1
+        e.keys = <uint64_t*>p
+        p = realloc(e.ids, cap * sizeof(int32_t))
+        if p == NULL:
+            return -1
+        e.ids = <int32_t*>p
+        e.cap = cap
+    e.inst[e.n] = i
+    e.keys[e.n] = key
+    e.ids[e.n] = id_
+    e.n += 1
+    return 0
 
 
 cdef void _block_free(Instance* inst, int64_t n_inst) noexcept nogil:
@@ -607,6 +578,7 @@ cdef Instance* _block_init(Program prog, int64_t block_tokens) noexcept nogil:
         dense = True
         for k in range(n):
             dense = dense and not inst[i].level[k]
+        inst[i].interned = not dense
         if prog.lookups[i] != NULL:
             pass                                  # the fitted lookup serves
         elif (dense and R <= <uint64_t>DENSE_MAX and <int64_t>R <= budget
@@ -681,17 +653,19 @@ cdef int _compare_int32(const void* a, const void* b) noexcept nogil:
 
 cdef int64_t _run(Program prog, int64_t s0, int64_t s1, int mode, NameTable table,
                   int64_t n_features, int64_t* indptr, int32_t* indices, double* data,
-                  int64_t** counts, int64_t* counts_cap) noexcept nogil:
+                  int64_t** counts, int64_t* counts_cap, Export* export) noexcept nogil:
     """Featurize sentences ``s0 .. s1``.  Modes: vocabulary (columns from
     ``table``), hashing (``n_features`` columns) or counting (names added to
-    ``table``, ``counts[id]`` incremented).  Writes the CSR rows (not when
-    counting); returns the number of entries, or -1 when out of memory."""
+    ``table``, ``counts[id]`` incremented; with ``export``, each distinct
+    key of an instance whose keys are not interned, with its name id).
+    Writes the CSR rows (not when counting); returns the number of entries,
+    or -1 when out of memory."""
     cdef int64_t block_tokens = prog.starts[s1] - prog.starts[s0]
     cdef Instance* inst = _block_init(prog, block_tokens)
     cdef char* name = <char*>malloc(prog.max_name + 1)
     cdef int64_t* codes = <int64_t*>malloc((prog.max_atoms + 1) * sizeof(int64_t))
     cdef int32_t* row = <int32_t*>malloc((prog.n_inst + 1) * sizeof(int32_t))
-    cdef int64_t s, start, length, t, pos, i, a, k, p, c, j, m, nnz = 0, r, q, name_len
+    cdef int64_t s, start, length, t, pos, i, ii, a, k, p, c, j, m, nnz = 0, r, q, name_len
     cdef int64_t* grown
     cdef uint64_t key, h
     cdef int32_t v
@@ -710,7 +684,8 @@ cdef int64_t _run(Program prog, int64_t s0, int64_t s1, int mode, NameTable tabl
             for pos in range(length):
                 t = start + pos
                 m = 0
-                for i in range(prog.n_inst):
+                for ii in range(prog.n_inst):
+                    i = prog.order[ii]
                     ins = &inst[i]
                     key = 0
                     ok = True
@@ -775,6 +750,10 @@ cdef int64_t _run(Program prog, int64_t s0, int64_t s1, int mode, NameTable tabl
                                     failed = 1
                                     break
                                 v = <int32_t>id_
+                                if (export != NULL and not ins.interned and
+                                        _export_add(export, <int32_t>i, key, v) < 0):
+                                    failed = 1
+                                    break
                         if ins.dense != NULL:
                             ins.dense[key] = v
                         elif _keymap_put(&ins.cache, j, key, v) < 0:
@@ -799,7 +778,14 @@ cdef int64_t _run(Program prog, int64_t s0, int64_t s1, int mode, NameTable tabl
                         m += 1
                 if failed:
                     break
-                if mode != MODE_COUNT:
+                if mode != MODE_COUNT and prog.sorted_rows:
+                    # already sorted and distinct (see Program)
+                    for q in range(m):
+                        indices[nnz] = row[q]
+                        data[nnz] = 1.0
+                        nnz += 1
+                    indptr[t - prog.starts[s0] + 1] = nnz
+                elif mode != MODE_COUNT:
                     # sorted columns; hashed collisions add up
                     if m > 64:
                         qsort(row, m, sizeof(int32_t), _compare_int32)
@@ -848,7 +834,7 @@ def featurize(Program prog, Py_ssize_t s0, Py_ssize_t s1, NameTable table, int64
         raise ValueError("n_features must be positive")
     with nogil:
         nnz = _run(prog, s0, s1, mode, table, n_features, &ip[0], &ix[0], &dt[0],
-                   NULL, NULL)
+                   NULL, NULL, NULL)
     if nnz < 0:
         raise MemoryError("out of memory featurizing")
     return indptr, indices[:nnz], data[:nnz]
@@ -856,20 +842,36 @@ def featurize(Program prog, Py_ssize_t s0, Py_ssize_t s1, NameTable table, int64
 
 def count_names(Program prog):
     """Every feature name of the corpus with its count (``fit``): a
-    :class:`NameTable` of the names in order of first appearance and their
-    counts (int64)."""
+    :class:`NameTable` of the names in order of first appearance, their
+    counts (int64), and each distinct key of each instance whose keys are
+    not interned with its name's id: ``(instance, key, id)`` arrays (int32,
+    uint64, int32), from which ``fit`` builds the fitted lookups without
+    parsing the names back."""
     cdef NameTable table = NameTable()
     cdef int64_t* counts = NULL
     cdef int64_t cap = 0, r
     cdef Py_ssize_t n_sent = len(prog.starts) - 1
+    cdef Export export
+    memset(&export, 0, sizeof(Export))
     with nogil:
-        r = _run(prog, 0, n_sent, MODE_COUNT, table, 1, NULL, NULL, NULL, &counts, &cap)
+        r = _run(prog, 0, n_sent, MODE_COUNT, table, 1, NULL, NULL, NULL, &counts, &cap,
+                 &export)
     try:
         if r < 0:
             raise MemoryError("out of memory counting the features")
         out = np.zeros(table.n, dtype=np.int64)
         if table.n:
             memcpy(cnp.PyArray_DATA(out), counts, table.n * sizeof(int64_t))
+        inst = np.empty(export.n, dtype=np.int32)
+        keys = np.empty(export.n, dtype=np.uint64)
+        ids = np.empty(export.n, dtype=np.int32)
+        if export.n:
+            memcpy(cnp.PyArray_DATA(inst), export.inst, export.n * sizeof(int32_t))
+            memcpy(cnp.PyArray_DATA(keys), export.keys, export.n * sizeof(uint64_t))
+            memcpy(cnp.PyArray_DATA(ids), export.ids, export.n * sizeof(int32_t))
     finally:
         free(counts)
-    return table, out
+        free(export.inst)
+        free(export.keys)
+        free(export.ids)
+    return table, out, (inst, keys, ids)

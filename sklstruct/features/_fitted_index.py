@@ -23,10 +23,9 @@ unpickling, or for a vocabulary set by hand.  Instances whose key space
 would pass 2**62 get no lookup: their names are built and found in the name
 table, as with the per-block caches (``_featurize``).
 """
-from itertools import repeat
-
 import numpy as np
 
+from ._columns import fitted_codes
 from ._featurize import InstanceLookup
 from ._tokens import BOS, EOS, _join_values
 
@@ -122,7 +121,10 @@ class FittedIndex:
         self.bars = np.fromiter(("|" in v for t in self.tables for v in t), dtype=np.uint8,
                                 count=len(encoded))
         self.lookups = []
-        for tabs, codes, cols in zip(atom_tables, entries, columns):
+        ranges = []
+        for i, (tabs, codes, cols) in enumerate(zip(atom_tables, entries, columns)):
+            if cols:
+                ranges.append((min(cols), max(cols), i))
             radices = [1 if t is None else len(t) for t in tabs]
             n_keys = 1
             for r in radices:
@@ -136,11 +138,103 @@ class FittedIndex:
             for k, r in enumerate(radices):
                 keys = keys * np.uint64(r) + codes[:, k]
             self.lookups.append(InstanceLookup(keys, np.array(cols, dtype=np.int32), n_keys))
+        self.order = row_order(ranges, len(instances), self.lookups)
+
+    @classmethod
+    def from_counts(cls, instances, values, tables, export, columns):
+        """The index of the vocabulary ``fit`` just made, from its counting
+        pass rather than from the names (parsing 338,548 names back cost
+        ``fit`` half a second on CoNLL-2000).
+
+        ``values``, ``tables``: the counting program's value tables (the
+        distinct values of each base, then ``__BOS__`` and ``__EOS__``) and
+        their arrays (``_Corpus.program``); ``export``: ``(instance, key,
+        id)`` of each distinct key (``count_names``); ``columns``: the
+        column of each name id (-1: dropped by ``min_freq``).  The value
+        tables are the corpus's, a superset of the vocabulary's: a value no
+        feature holds gives keys no lookup has, hence no feature, as in
+        :meth:`__init__`.  A value ``__BOS__`` (or ``__EOS__``) of the
+        corpus and the boundary symbol name the same features, so the
+        symbol's code is replaced by the value's in the keys, as a test
+        value ``__BOS__`` is given that code.
+        """
+        self = cls.__new__(cls)
+        self.bases, self.tables = [], []
+        canon = []
+        for _, atoms in instances:
+            for kind, _, base_name, _, _ in atoms:
+                if kind not in ("flag", "bias") and base_name not in self.bases:
+                    self.bases.append(base_name)
+        for table_values in values:
+            n = len(table_values)
+            table = dict(zip(table_values, range(n)))
+            bos, eos = table.setdefault(BOS, n), table.setdefault(EOS, n + 1)
+            self.tables.append(table)
+            canon.append(None if (bos, eos) == (n, n + 1)
+                         else np.r_[np.arange(n), bos, eos].astype(np.uint64))
+        self.table_radix = tables["radix"]
+        self.table_bos = np.array([t[BOS] for t in self.tables], dtype=np.int64)
+        self.table_eos = np.array([t[EOS] for t in self.tables], dtype=np.int64)
+        self.table_base, self.blob = tables["base"], tables["blob"]
+        self.value_offs, self.bars = tables["value_offs"], tables["bars"]
+        index = {name: t for t, name in enumerate(self.bases)}
+        inst, keys, ids = export
+        cols = columns[ids]
+        by_instance = np.argsort(inst, kind="stable")
+        bounds = np.searchsorted(inst[by_instance], np.arange(len(instances) + 1))
+        self.lookups, ranges = [], []
+        for i, (_, atoms) in enumerate(instances):
+            tabs = [None if kind in ("flag", "bias") else index[base]
+                    for kind, _, base, _, _ in atoms]
+            radices = [1 if t is None else int(self.table_radix[t]) for t in tabs]
+            n_keys = 1
+            for r in radices:
+                n_keys *= r
+            if n_keys >= _KEY_LIMIT:
+                self.lookups.append(None)
+                continue
+            sel = by_instance[bounds[i]:bounds[i + 1]]
+            kept = sel[cols[sel] >= 0]
+            k, c = keys[kept], cols[kept]
+            if any(t is not None and canon[t] is not None for t in tabs):
+                digits = []
+                for r in reversed(radices):
+                    k, d = np.divmod(k, np.uint64(r))
+                    digits.append(d)
+                k = np.zeros(len(c), dtype=np.uint64)
+                for t, r, d in zip(tabs, radices, reversed(digits)):
+                    if t is not None and canon[t] is not None:
+                        d = canon[t][d.astype(np.intp)]
+                    k = k * np.uint64(r) + d
+            if len(c):
+                ranges.append((int(c.min()), int(c.max()), i))
+            self.lookups.append(InstanceLookup(np.ascontiguousarray(k, dtype=np.uint64),
+                                               np.ascontiguousarray(c, dtype=np.int32),
+                                               n_keys))
+        self.order = row_order(ranges, len(instances), self.lookups)
+        return self
 
     def codes(self, base, codes, values):
         """The codes in the fitted table of ``base`` of tokens whose values are
         ``values[codes]``; -1 for a value outside it."""
         table = self.tables[self.bases.index(base)] if isinstance(base, str) else base
-        fitted = np.fromiter(map(table.get, values, repeat(-1)), dtype=np.intp,
-                             count=len(values))
-        return fitted[codes]
+        # (a code -1, a word without a cluster path, reads the -1 appended)
+        return np.r_[fitted_codes(values, table), -1][codes]
+
+
+def row_order(ranges, n_instances, lookups):
+    """An order of the instances in which each token's columns increase
+    (``Program``'s ``order``), or None.  ``ranges``: ``(min, max, instance)``
+    of the columns of each instance with features.  There is one when every
+    instance has a lookup (a name table gives any column) and their column
+    ranges do not overlap: the case of a vocabulary sorted by name, where
+    the names of an instance share their prefix ``TEMPLATE=``."""
+    if any(lookup is None for lookup in lookups):
+        return None
+    ranges = sorted(ranges)
+    if any(a[1] >= b[0] for a, b in zip(ranges, ranges[1:])):
+        return None
+    seen = {i for _, _, i in ranges}
+    # instances with no feature never give a column: anywhere will do
+    return np.array([i for _, _, i in ranges] + [i for i in range(n_instances)
+                                                  if i not in seen], dtype=np.int64)

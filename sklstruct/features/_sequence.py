@@ -1,10 +1,11 @@
 """SequenceVectorizer: sentences of tokens to one sparse feature matrix per
 sentence, through the templates."""
+from collections.abc import Mapping
 from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -52,6 +53,14 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         first token), or no feature (``"skip"``: CRFsuite's convention, as
         in sklearn-crfsuite's tutorial, whose ``BOS`` / ``EOS`` features are
         the ``is_first`` / ``is_last`` flags here).
+    clusters : None, mapping of str to str, or BrownClusters, default=None
+        Word clusters for the ``clusterN`` atoms: a mapping from a word to
+        its bit-string path (``"0110..."``), such as
+        ``BrownClusters().fit(X).clusters_``, or a :class:`BrownClusters`:
+        a fitted one gives its ``clusters_``; an unfitted one is cloned and
+        fitted on the ``X`` given to :meth:`fit` (so that the clusters come
+        from the training words only).  A template with a ``clusterN`` atom
+        needs it.
     n_jobs : int, default=None
         Threads of :meth:`transform`, each featurizing a block of sentences
         (the compiled featurizer releases the GIL); None means 1, -1 all
@@ -68,6 +77,9 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         ``hashing=True``).
     n_features_out_ : int
         Number of output columns.
+    clusters_ : dict of str to str or None
+        The word clusters the ``clusterN`` atoms read (None without
+        ``clusters``).
 
     See Also
     --------
@@ -96,11 +108,12 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         "n_features": [Interval(Integral, 1, np.iinfo(np.int32).max, closed="both")],
         "boundary": [StrOptions({"symbol", "skip"})],
         "n_jobs": [Integral, None],
+        "clusters": "no_validation",     # checked by _resolve_clusters
     }
 
     def __init__(
         self, templates=("word",), *, window=0, min_freq=1, hashing=False,
-        n_features=2**20, boundary="symbol", n_jobs=None,
+        n_features=2**20, boundary="symbol", n_jobs=None, clusters=None,
     ):
         self.templates = templates
         self.window = window
@@ -109,6 +122,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         self.n_features = n_features
         self.boundary = boundary
         self.n_jobs = n_jobs
+        self.clusters = clusters
 
     # -- fitting ------------------------------------------------------------
 
@@ -125,6 +139,33 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
                 "hashed features keep no counts; use min_freq=1."
             )
         return _parse_templates(self.templates, self.window)
+
+    def _resolve_clusters(self, instances, corpus=None):
+        """The word -> path mapping of ``clusters`` (checked), fitting an
+        unfitted BrownClusters on ``corpus``'s sentences; None without."""
+        from .clusters import BrownClusters
+        clusters = self.clusters
+        uses = any(k == "derived" and isinstance(arg, tuple) and arg[0] == "cluster"
+                   for _, atoms in instances for k, arg, _, _, _ in atoms)
+        if clusters is None:
+            if uses:
+                raise ValueError("the templates use clusterN atoms, which need clusters: "
+                                 "pass clusters=<mapping word -> path> or a BrownClusters.")
+            return None
+        if isinstance(clusters, BrownClusters):
+            if hasattr(clusters, "clusters_"):
+                clusters = clusters.clusters_
+            elif corpus is None:
+                raise ValueError("clusters is an unfitted BrownClusters: fit the "
+                                 "vectorizer (which fits a clone of it) first.")
+            else:
+                starts = corpus.starts.tolist()
+                sentences = [corpus.flat[a:b] for a, b in zip(starts[:-1], starts[1:])]
+                clusters = clone(self.clusters).fit(sentences).clusters_
+        elif not isinstance(clusters, Mapping):
+            raise TypeError(f"clusters must be None, a mapping of words to bit-string "
+                            f"paths or a BrownClusters; got {type(clusters).__name__}.")
+        return _check_clusters(clusters)
 
     @publishes
     @_fit_context(prefer_skip_nested_validation=True)
@@ -171,6 +212,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
     def _fit(self, corpus):
         """Fit on ``corpus``."""
         instances = self._prepare()
+        self.clusters_ = corpus.clusters = self._resolve_clusters(instances, corpus)
         # every column is read, in hashing mode too: a missing one is an error
         program = corpus.program(instances)
         if self.hashing:
@@ -180,7 +222,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         # Names from different templates differ (their prefixes do); a name
         # met twice within a template (a word "__BOS__" and the symbol) is
         # one entry of the table, with the counts added.
-        table, counts = count_names(program)
+        table, counts, export = count_names(program)
         names = table.names()
         min_freq = self.min_freq
         kept = (np.arange(len(names)) if min_freq == 1
@@ -198,9 +240,11 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         columns[kept[order]] = np.arange(len(order), dtype=np.int32)
         table.set_values(columns)
         self.vocabulary_ = dict(zip([kept_names[i] for i in order], range(len(order))))
-        self._set_templates(instances, len(order), table)
+        values, tables = corpus.value_tables
+        index = FittedIndex.from_counts(instances, values, tables, export, columns)
+        self._set_templates(instances, len(order), table, index)
 
-    def _set_templates(self, instances, n_features_out, table):
+    def _set_templates(self, instances, n_features_out, table, index=None):
         self._instances = instances
         self._boundary = self.boundary
         # transform keeps the fitted mode and width, whatever set_params says later
@@ -210,8 +254,8 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         # the vocabulary as the featurizer reads it; a mutable holder, so that
         # a table rebuilt by transform (after unpickling) is kept
         self._compiled = {"vocabulary": getattr(self, "vocabulary_", None), "table": table}
-        if table is not None:
-            self._compiled["index"] = FittedIndex(instances, self.vocabulary_)
+        if index is not None:
+            self._compiled["index"] = index
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -268,7 +312,9 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             # column beyond its width
             raise RuntimeError(f"feature column {indices.max()} beyond the fitted width {n_out}")
         matrix = sp.csr_matrix((data, indices, indptr), shape=(n_tokens, n_out))
-        matrix.sum_duplicates()  # canonical already (hashed collisions are summed)
+        # canonical already (featurize sorts each row and sums hashed
+        # collisions): say so rather than have scipy check it again
+        matrix.has_canonical_format = True
         # one stacked matrix: the taggers read it as it is (no cut and re-stack)
         return StackedSentences._trusted(matrix, offsets, corpus.word_keys())
 
@@ -290,7 +336,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             vocabulary are ignored.
         """
         check_is_fitted(self, "templates_")
-        return self._assemble(_Corpus(X, self._boundary))
+        return self._assemble(_Corpus(X, self._boundary, self.clusters_))
 
     @reads_model
     def token_features(self, X):
@@ -312,10 +358,12 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         """
         if hasattr(self, "templates_"):
             instances, boundary = self._instances, self._boundary
+            clusters = self.clusters_
         else:
             self._validate_params()
             instances, boundary = self._prepare(), self.boundary
-        corpus = _Corpus(X, boundary)
+            clusters = self._resolve_clusters(instances)
+        corpus = _Corpus(X, boundary, clusters)
         per_template = []
         for name, atoms in instances:
             codes, names, mask = corpus.template(name, atoms)
@@ -360,3 +408,18 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.input_tags.two_d_array = False
         return tags
+
+
+def _check_clusters(clusters):
+    """``clusters`` as a dict of str to bit-string paths, or an error naming
+    the first bad entry."""
+    out = {}
+    for word, path in clusters.items():
+        if not isinstance(word, str):
+            raise TypeError(f"clusters: every key must be a word (str); got {word!r} "
+                            f"({type(word).__name__}).")
+        if not isinstance(path, str) or path.strip("01"):
+            raise ValueError(f"clusters: the path of {word!r} must be a string of '0' and "
+                             f"'1' characters; got {path!r}.")
+        out[str(word)] = str(path)
+    return out

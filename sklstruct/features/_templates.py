@@ -28,7 +28,7 @@ _ATOM_RE = re.compile(
     r"(?:\[(?P<off>[+-]?[0-9]+)\])?"
 )
 _COL_RE = re.compile(r"col([0-9]+)")
-_AFFIX_RE = re.compile(r"(prefix|suffix)([0-9]+)")
+_AFFIX_RE = re.compile(r"(prefix|suffix|cluster)([0-9]+)")
 
 
 def _bounded_int(text, limit, what, template):
@@ -62,7 +62,7 @@ def _parse_atom(text, template):
     """Parse one atom into ``(kind, arg, column, offset, explicit_offset)``.
 
     ``kind`` is 'column', 'derived' (arg: 'lower', 'shape', ('prefix', N),
-    ('suffix', N)), 'flag' (arg: the flag name) or 'bias'; ``column`` is the
+    ('suffix', N), ('cluster', N)), 'flag' (arg: the flag name) or 'bias'; ``column`` is the
     canonical column name ('word', 'pos', 'colN' or 'col:KEY').
     """
     m = _ATOM_RE.fullmatch(text)

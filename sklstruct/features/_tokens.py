@@ -11,12 +11,13 @@ template parser (``_templates``) reads its names.
 """
 from collections.abc import Mapping
 from hashlib import blake2b
+from functools import cached_property
 from itertools import groupby
 
 import numpy as np
 
 from .._validation import check_sentence, check_sentence_list, describe
-from ._columns import read_column
+from ._columns import flatten, read_column, word_keys as _word_keys_of
 from ._featurize import Program
 
 BOS = "__BOS__"
@@ -138,6 +139,19 @@ def _word_key(word):
     return key
 
 
+def _cluster_codes(codes, table, clusters, n):
+    """``(codes, table)`` of the atom ``clusterN``: the first ``n`` bits of
+    each value's path; code -1 where the value has no path (no feature, as a
+    flag that does not fire)."""
+    get = (clusters or {}).get
+    paths = [get(v) for v in table]
+    have = [i for i, p in enumerate(paths) if p is not None]
+    remap, values = _factorize([paths[i][:n] for i in have])
+    full = np.full(len(table) + 1, -1, dtype=np.intp)   # (codes[-1] stays -1)
+    full[have] = remap
+    return full[codes], values
+
+
 def _factorize(values):
     """Integer codes and the list of distinct values, in order of appearance."""
     uniques = list(dict.fromkeys(values))
@@ -150,29 +164,21 @@ def _factorize(values):
 class _Corpus:
     """All tokens of ``X`` flattened, with the helpers the templates need."""
 
-    def __init__(self, X, boundary="symbol"):
+    def __init__(self, X, boundary="symbol", clusters=None):
         self.boundary = boundary
-        flat, lengths = [], []
+        self.clusters = clusters     # word (or value) -> bit-string path
         X = check_sentence_list(X, "X", "sentences (sequences of tokens)", item_ndim=1,
                                 sized=False)
-        for i, sentence in enumerate(X):
-            # (a non-empty list is what check_sentence would give; it is the
-            # usual sentence, and the call costs more than the featurizing)
-            tokens = (sentence if type(sentence) is list and sentence
-                      else check_sentence(sentence, f"X[{i}]", "tokens"))
-            lengths.append(len(tokens))
-            flat.extend(tokens)
+        # one compiled pass: the per-sentence and per-token Python work here
+        # was a sixth of transform
+        flat, self.lengths, types = flatten(X, check_sentence)
         self.flat = flat
         self.n_tokens = n = len(flat)
-        self.lengths = np.asarray(lengths, dtype=np.intp)
-        self.starts = np.zeros(len(lengths) + 1, dtype=np.intp)
+        self.starts = np.zeros(len(self.lengths) + 1, dtype=np.intp)
         np.cumsum(self.lengths, out=self.starts[1:])
-        sentence_of = np.repeat(np.arange(len(lengths)), self.lengths)
-        self.position = np.arange(n) - self.starts[:-1][sentence_of]
-        self.sentence_length = self.lengths[sentence_of]
 
         kind_of = {tp: _token_kind(next(t for t in flat if type(t) is tp))
-                   for tp in set(map(type, flat))}
+                   for tp in types}
         if None in kind_of.values():
             i, tp = next((i, type(t)) for i, t in enumerate(flat)
                          if kind_of[type(t)] is None)
@@ -185,6 +191,18 @@ class _Corpus:
         self._columns = {}
         self._bases = {}
         self._valid = {}
+
+    @cached_property
+    def position(self):
+        """Each token's position in its sentence (position flags, and the
+        Python evaluation of :meth:`template`; the compiled path needs none)."""
+        sentence_of = np.repeat(np.arange(len(self.lengths)), self.lengths)
+        return np.arange(self.n_tokens) - self.starts[:-1][sentence_of]
+
+    @cached_property
+    def sentence_length(self):
+        """Each token's sentence length."""
+        return np.repeat(self.lengths, self.lengths)
 
     def _where(self, i):
         s = int(np.searchsorted(self.starts, i, side="right")) - 1
@@ -239,10 +257,7 @@ class _Corpus:
             codes, words = self.column("word")
         except (ValueError, TypeError):
             return None
-        keys = list(map(_WORD_KEYS.get, words))
-        if None in keys:
-            keys = list(map(_word_key, words))
-        return np.array(keys, dtype=np.int64)[codes]
+        return _word_keys_of(words, _WORD_KEYS, _word_key)[codes]
 
     def _raise_column_error(self, get, column):
         for i, token in enumerate(self.flat):
@@ -277,6 +292,10 @@ class _Corpus:
         elif kind == "column":
             result = codes, table
         else:
+            if isinstance(arg, tuple) and arg[0] == "cluster":
+                result = _cluster_codes(codes, table, self.clusters, arg[1])
+                self._bases[base_name] = result
+                return result
             if isinstance(arg, tuple):
                 side, n = arg
                 derived = [v[:n] for v in table] if side == "prefix" else [
@@ -310,11 +329,20 @@ class _Corpus:
             return np.zeros(n, dtype=np.intp), ["1"], mask
         codes, table = base
         if offset == 0:
-            return codes, table, None
-        if self.boundary == "skip":
-            return np.where(valid, codes[source], 0), table, valid
-        codes = np.where(valid, codes[source], len(table))
-        return codes, table + [BOS if offset < 0 else EOS], None
+            codes, mask = codes, None
+        elif self.boundary == "skip":
+            codes, mask = np.where(valid, codes[source], 0), valid
+        else:
+            codes, mask = np.where(valid, codes[source], len(table)), None
+            table = table + [BOS if offset < 0 else EOS]
+        if kind == "derived" and isinstance(arg, tuple) and arg[0] == "cluster":
+            # a word without a path (code -1) gives no feature
+            has = codes >= 0
+            mask = has if mask is None else mask & has
+            codes = np.where(has, codes, 0)
+            # (no value with a path: a placeholder that the mask never shows)
+            table = table or [""]
+        return codes, table, mask
 
     def template(self, name, atoms):
         """``(codes, names, mask)`` of a template instance.
@@ -395,11 +423,15 @@ class _Corpus:
             table_base = _offsets(sizes[:-1] + 2, len(sizes) - 1)[:len(sizes)]
             radix, bos, eos = sizes + 2, sizes, sizes + 1
             bars = np.asarray(bars, dtype=np.uint8)
-            lookups = None
+            lookups = order = None
+            # what fit's index is built from (FittedIndex.from_counts)
+            self.value_tables = values, dict(blob=blob, value_offs=value_offs,
+                                             base=table_base, radix=radix, bars=bars)
         else:
             blob, value_offs, table_base = index.blob, index.value_offs, index.table_base
             radix, bos, eos = index.table_radix, index.table_bos, index.table_eos
             bars, lookups = index.bars, index.lookups
+            order = index.order
         return Program(
             self.starts.astype(np.int64),
             np.stack(codes).astype(np.intp, copy=False) if codes
@@ -413,7 +445,7 @@ class _Corpus:
                  has_values=np.asarray(has_values, dtype=np.uint8),
                  kind=np.asarray(kinds, dtype=np.int64), src=np.asarray(sources, dtype=np.int64),
                  off=np.asarray(offsets, dtype=np.int64)),
-            self.boundary == "skip", lookups,
+            self.boundary == "skip", lookups, order,
         )
 
 

@@ -114,7 +114,13 @@ PRESETS = {
 }
 
 
-def feature_set(name, window=1, **kwargs):
+#: Path prefixes of the ``clusters=`` templates of :func:`feature_set`, after
+#: Koo, Carreras & Collins (2008) and Turian, Ratinov & Bengio (2010): short
+#: prefixes generalize, long ones approach the word.
+CLUSTER_PREFIXES = (4, 6, 10, 20)
+
+
+def feature_set(name, window=1, clusters=None, **kwargs):
     """Vectorizer for a feature set of Altun, Johnson & Hofmann (2003).
 
     The sets of section 4.2 of "Investigating Loss Functions and
@@ -155,6 +161,11 @@ def feature_set(name, window=1, **kwargs):
         word).  Ignored by S1 and S2, which describe the current word only,
         by ``chunking``, whose window is 2, ``ner`` (1), and by ``swvm``,
         ``ner-rich`` and ``chunking-rich``, whose offsets are explicit.
+    clusters : None, mapping of str to str, or BrownClusters, default=None
+        Word clusters (see :class:`SequenceVectorizer`): when given, the
+        templates ``cluster4``, ``cluster6``, ``cluster10`` and
+        ``cluster20`` of the word and of its neighbours at offsets -1 and +1
+        are added to the preset's.
     **kwargs
         Other parameters of :class:`SequenceVectorizer` (``min_freq``,
         ``hashing``, ``n_features``).
@@ -170,4 +181,9 @@ def feature_set(name, window=1, **kwargs):
         )
     preset = PRESETS[name]
     window = window if preset.window is None else preset.window
-    return SequenceVectorizer(list(preset.templates), window=window, **kwargs)
+    templates = list(preset.templates)
+    if clusters is not None:
+        # explicit offsets, so that the preset's window does not widen them
+        templates += [f"cluster{n}[{k:+d}]" if k else f"cluster{n}[0]"
+                      for n in CLUSTER_PREFIXES for k in (-1, 0, 1)]
+    return SequenceVectorizer(templates, window=window, clusters=clusters, **kwargs)

@@ -16,7 +16,8 @@ from sklstruct.features._featurize import NameTable, murmurhash3_bytes
 from sklstruct.features._tokens import _FLAGS
 
 COLUMNS = ["word", "pos", "col2", "col:lemma"]
-DERIVED = ["lower", "shape", "prefix1", "prefix3", "suffix2", "suffix4"]
+DERIVED = ["lower", "shape", "prefix1", "prefix3", "suffix2", "suffix4", "cluster1",
+           "cluster2", "cluster5"]
 FLAGS = sorted(_FLAGS)
 
 
@@ -103,9 +104,17 @@ def _same_matrix(Z, expected):
         assert np.array_equal(Z.keys, keys)
 
 
-def _check(X_fit, X, tpl, window, boundary, hashing, min_freq, n_jobs=None):
+#: Cluster paths of some of the VALUES (others have none: no feature).
+CLUSTERS = {"a": "0110", "A": "01", "the": "1", "": "001", "|": "10101", "a|b": "0",
+            "__BOS__": "11", "__EOS__": "1101", "Ünïcödé": "0111", "1": "",
+            "The": "1001", "U.S.": "011", "x\\y": "10", "Ünï": "00"}
+
+
+def _check(X_fit, X, tpl, window, boundary, hashing, min_freq, n_jobs=None,
+           clusters=CLUSTERS):
     params = dict(window=window, boundary=boundary, hashing=hashing,
-                  n_features=64 if hashing else 2**20, min_freq=1 if hashing else min_freq)
+                  n_features=64 if hashing else 2**20, min_freq=1 if hashing else min_freq,
+                  clusters=clusters)
     try:
         inst, vocab, n_out = oracle.fit(X_fit, tpl, **params)
     except ValueError as e:
@@ -121,13 +130,13 @@ def _check(X_fit, X, tpl, window, boundary, hashing, min_freq, n_jobs=None):
         assert not hasattr(vec, "vocabulary_")
     else:
         assert list(vec.vocabulary_.items()) == list(vocab.items())
-    expected = oracle.transform(X, inst, vocab, n_out, hashing, boundary)
+    expected = oracle.transform(X, inst, vocab, n_out, hashing, boundary, clusters)
     _same_matrix(vec.transform(X), expected)
     if X is X_fit:
         _same_matrix(SequenceVectorizer(tpl, **params).fit_transform(X), expected)
     # a vectorizer restored from a pickle rebuilds its compiled vocabulary
     _same_matrix(pickle.loads(pickle.dumps(vec)).transform(X), expected)
-    assert vec.token_features(X) == oracle.token_features(X, inst, boundary)
+    assert vec.token_features(X) == oracle.token_features(X, inst, boundary, clusters)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -146,7 +155,8 @@ def test_same_as_python(data, tpl, window, boundary, hashing, min_freq):
     "word", "lower", "prefix2", "suffix3", "shape", "pos", "col2", "col:lemma",
     *FLAGS, "is_first", "is_last", "bias", "word[-1]", "pos[+2]", "is_title[-1]",
     "word[-1]|word", "pos[-1]|pos|pos[+1]", "is_upper|pos", "is_first|is_title",
-    "suffix2(pos)|shape(col2)[+1]", "word|is_last[+1]",
+    "suffix2(pos)|shape(col2)[+1]", "word|is_last[+1]", "cluster2", "cluster3(pos)[-1]|word",
+    "cluster1[+1]|cluster4(col2)",
 ])
 @pytest.mark.parametrize("boundary", ["symbol", "skip"])
 @pytest.mark.parametrize("hashing", [False, True])
