@@ -26,26 +26,15 @@ Usage::
 import argparse
 import os
 import tempfile
-import time
 from pathlib import Path
 
-import numpy as np
-
+from bench_datapath import median_time
 from common import DEFAULT_DATA, report
 
 from sklstruct import StructuredPerceptronTagger, feature_set
 from sklstruct.datasets import read_conll
 from sklstruct.metrics import chunk_report
 from sklearn.pipeline import make_pipeline
-
-
-def _median_time(fn, reps):
-    times = []
-    for _ in range(reps):
-        tic = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - tic)
-    return float(np.median(times))
 
 
 def chunking_attributes(sentence):
@@ -81,14 +70,14 @@ def speed(args):
     rows = []
 
     vec = feature_set("chunking")
-    fit_s = _median_time(lambda: vec.fit(X_train), max(1, reps // 2))
+    fit_s = median_time(lambda: vec.fit(X_train), max(1, reps // 2))
     rows.append(("vectorizer fit (train, 211,727 tokens)", f"{fit_s * 1e3:.0f} ms", ""))
     Z_train = vec.transform(X_train)
-    t1 = _median_time(lambda: vec.transform(X_test), reps)
+    t1 = median_time(lambda: vec.transform(X_test), reps)
     rows.append(("transform test, n_jobs=1", f"{t1 * 1e3:.1f} ms",
                  f"{n_test / t1 / 1e6:.2f} M tokens/s"))
     vec.set_params(n_jobs=-1)
-    tn = _median_time(lambda: vec.transform(X_test), reps)
+    tn = median_time(lambda: vec.transform(X_test), reps)
     rows.append((f"transform test, n_jobs=-1 ({os.cpu_count()} CPUs)", f"{tn * 1e3:.1f} ms",
                  f"{n_test / tn / 1e6:.2f} M tokens/s"))
     vec.set_params(n_jobs=None)
@@ -96,8 +85,8 @@ def speed(args):
     tagger = StructuredPerceptronTagger(max_iter=5, random_state=0).fit(Z_train, y_train)
     pipe = make_pipeline(vec, tagger)
     Z_test = vec.transform(X_test)
-    decode_s = _median_time(lambda: tagger.predict(Z_test), reps)
-    pipe_s = _median_time(lambda: pipe.predict(X_test), reps)
+    decode_s = median_time(lambda: tagger.predict(Z_test), reps)
+    pipe_s = median_time(lambda: pipe.predict(X_test), reps)
     f1 = chunk_report(y_test, pipe.predict(X_test)).f1
     rows.append(("tagger.predict(prepared features)", f"{decode_s * 1e3:.1f} ms", ""))
     rows.append(("pipeline.predict(raw sentences)", f"{pipe_s * 1e3:.1f} ms",
@@ -117,10 +106,10 @@ def speed(args):
             trainer.train(path)
             crf = pycrfsuite.Tagger()
             crf.open(path)
-            feats_s = _median_time(lambda: [chunking_attributes(x) for x in X_test], reps)
+            feats_s = median_time(lambda: [chunking_attributes(x) for x in X_test], reps)
             attrs = [chunking_attributes(x) for x in X_test]
-            tag_s = _median_time(lambda: [crf.tag(a) for a in attrs], reps)
-            e2e_s = _median_time(lambda: [crf.tag(chunking_attributes(x)) for x in X_test],
+            tag_s = median_time(lambda: [crf.tag(a) for a in attrs], reps)
+            e2e_s = median_time(lambda: [crf.tag(chunking_attributes(x)) for x in X_test],
                                  reps)
             crf_f1 = chunk_report(y_test, [crf.tag(a) for a in attrs]).f1
         rows.append(("python-crfsuite: features as strings (Python)", f"{feats_s * 1e3:.1f} ms",
