@@ -11,12 +11,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import MIN_RANGE_TOKENS, n_threads, run
 from .._publish import publishes, reads_model
+from .._validation import N_JOBS_CONSTRAINT, describe
 from ..chain import StackedSentences
 from ._base import _SentencesOut
 from ._templates import _MAX_OFFSET, _parse_templates
 from ._featurize import NameTable, count_names, featurize
 from ._fitted_index import FittedIndex
-from ._tokens import _Corpus
+from ._tokens import _POSITION_FLAGS, _Corpus
 
 
 class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
@@ -65,6 +66,14 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         Threads of :meth:`transform`, each featurizing a block of sentences
         (the compiled featurizer releases the GIL); None means 1, -1 all
         CPUs.  The result does not depend on it.
+    missing_columns : {"raise", "drop"}, default="raise"
+        What :meth:`fit` does with a template reading a column that the
+        tokens do not have (``pos`` of word-only tokens): raise, or drop the
+        template (``templates_`` lists those kept; the presets of
+        :func:`feature_set` drop, so that one preset serves plain words and
+        ``(word, POS, ...)`` tokens alike).  Whether a column is there is
+        read from the first token; a column missing from only some tokens
+        is an error either way.
 
     Attributes
     ----------
@@ -107,13 +116,15 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         "hashing": ["boolean"],
         "n_features": [Interval(Integral, 1, np.iinfo(np.int32).max, closed="both")],
         "boundary": [StrOptions({"symbol", "skip"})],
-        "n_jobs": [Integral, None],
+        "n_jobs": N_JOBS_CONSTRAINT,
         "clusters": "no_validation",     # checked by _resolve_clusters
+        "missing_columns": [StrOptions({"raise", "drop"})],
     }
 
     def __init__(
         self, templates=("word",), *, window=0, min_freq=1, hashing=False,
         n_features=2**20, boundary="symbol", n_jobs=None, clusters=None,
+        missing_columns="raise",
     ):
         self.templates = templates
         self.window = window
@@ -123,6 +134,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         self.boundary = boundary
         self.n_jobs = n_jobs
         self.clusters = clusters
+        self.missing_columns = missing_columns
 
     # -- fitting ------------------------------------------------------------
 
@@ -212,6 +224,8 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
     def _fit(self, corpus):
         """Fit on ``corpus``."""
         instances = self._prepare()
+        if self.missing_columns == "drop":
+            instances = _with_columns_of(instances, corpus)
         self.clusters_ = corpus.clusters = self._resolve_clusters(instances, corpus)
         # every column is read, in hashing mode too: a missing one is an error
         program = corpus.program(instances)
@@ -423,3 +437,24 @@ def _check_clusters(clusters):
                              f"'1' characters; got {path!r}.")
         out[str(word)] = str(path)
     return out
+
+
+def _with_columns_of(instances, corpus):
+    """The template instances whose atoms read only columns that the
+    corpus' first token has (position flags and ``bias`` read none)."""
+    first = corpus.flat[0]
+
+    def has(column):
+        try:
+            corpus._getter(column)[0](first)
+        except (KeyError, IndexError, TypeError):
+            return False
+        return True
+
+    kept = [(name, atoms) for name, atoms in instances
+            if all(kind == "bias" or arg in _POSITION_FLAGS or has(column)
+                   for kind, arg, _, column, _ in atoms)]
+    if not kept:
+        raise ValueError("X: the tokens have none of the columns the templates read "
+                         f"(first token: {describe(first)})")
+    return kept

@@ -67,8 +67,8 @@ _NER = ("bias", "word", "lower", "pos", "prefix3", "suffix2", "suffix3", "shape"
 #: word itself keeps its case), affixes of one to four letters, the affixes
 #: of the neighbours, collapsed shapes and their conjunctions over the
 #: window, capitalization flags in a window, orthographic flags, sentence
-#: position, and POS tags with their bigrams and trigram (tokens need a POS
-#: column).  Measured in ``benchmarks/bench_features.py``.
+#: position, and POS tags with their bigrams and trigram (when the tokens
+#: have a POS column: :func:`feature_set` drops them otherwise).  Measured in ``benchmarks/bench_features_accuracy.py``.
 _NER_RICH = (
     "bias",
     "lower[-3]", "lower[-2]", "lower[-1]", "lower", "lower[+1]", "lower[+2]", "lower[+3]",
@@ -86,8 +86,8 @@ _NER_RICH = (
 #: in a window of two, word bigrams, POS bigrams and trigrams) widened to a
 #: window of three, with the current word's lower case, suffixes of one to
 #: four letters, prefixes of one to three, shapes in a window, spelling
-#: flags, and the word conjoined with the neighbouring POS tags (tokens need
-#: a POS column).  Measured in ``benchmarks/bench_features.py``.
+#: flags, and the word conjoined with the neighbouring POS tags (those when
+#: the tokens have a POS column).  Measured in ``benchmarks/bench_features_accuracy.py``.
 _CHUNKING_RICH = _CHUNKING[:3] + (
     "word[-3]", "word[-2]", "word[-1]", "word[+1]", "word[+2]", "word[+3]",
     "pos[-3]", "pos[-2]", "pos[-1]", "pos[+1]", "pos[+2]", "pos[+3]",
@@ -108,9 +108,9 @@ PRESETS = {
     "ner": Preset(_NER, 1, "named-entity features: word, case, affixes, shape, POS (needs a "
                            "POS column)"),
     "ner-rich": Preset(_NER_RICH, 0, "words, affixes, shapes, case and POS in a window of "
-                                     "three (needs a POS column)"),
+                                     "three (POS if present)"),
     "chunking-rich": Preset(_CHUNKING_RICH, 0, "chunking in a window of three, affixes, "
-                                               "shapes, word-POS pairs (needs POS)"),
+                                               "shapes, word-POS pairs (POS if present)"),
 }
 
 
@@ -168,7 +168,9 @@ def feature_set(name, window=1, clusters=None, **kwargs):
         are added to the preset's.
     **kwargs
         Other parameters of :class:`SequenceVectorizer` (``min_freq``,
-        ``hashing``, ``n_features``).
+        ``hashing``, ``n_features``...).  ``missing_columns`` is ``"drop"``
+        unless given: a preset's templates of a column the tokens lack (the
+        POS tags of plain words) are left out at fit.
 
     Returns
     -------
@@ -186,4 +188,7 @@ def feature_set(name, window=1, clusters=None, **kwargs):
         # explicit offsets, so that the preset's window does not widen them
         templates += [f"cluster{n}[{k:+d}]" if k else f"cluster{n}[0]"
                       for n in CLUSTER_PREFIXES for k in (-1, 0, 1)]
+    # one preset for word-only and (word, POS, ...) tokens: the templates of
+    # a column the tokens lack are dropped at fit
+    kwargs.setdefault("missing_columns", "drop")
     return SequenceVectorizer(templates, window=window, clusters=clusters, **kwargs)

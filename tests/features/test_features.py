@@ -453,7 +453,8 @@ def test_clone_get_set_params():
     assert vec.get_params() == {"templates": ["word", "pos"], "window": 2,
                                 "min_freq": 3, "hashing": False,
                                 "n_features": 2**20, "boundary": "symbol",
-                                "n_jobs": None, "clusters": None}
+                                "n_jobs": None, "clusters": None,
+                                "missing_columns": "raise"}
     other = clone(vec)
     assert other is not vec and other.get_params() == vec.get_params()
     other.set_params(window=0, hashing=True)

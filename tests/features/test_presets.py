@@ -60,3 +60,19 @@ def test_every_preset_has_a_description_and_builds_its_vectorizer(name):
     assert vec.templates == list(preset.templates)
     assert vec.window == (3 if preset.window is None else preset.window)
     SequenceVectorizer(vec.templates, window=vec.window)._prepare()  # the templates parse
+
+
+@pytest.mark.parametrize("name", ["ner-rich", "chunking-rich", "chunking", "ner"])
+def test_presets_serve_plain_words_and_tagged_tokens(name):
+    # issue 29, item 4: a preset's POS templates are dropped for word-only tokens
+    words = [["Juan", "vive", "en", "Madrid", "."], ["Hola"]]
+    tagged = [[(w, "NC") for w in s] for s in words]
+    plain = feature_set(name).fit(words)
+    assert plain.templates_ and not any("pos" in t for t in plain.templates_)
+    full = feature_set(name).fit(tagged)
+    assert any("pos" in t for t in full.templates_)
+    assert set(plain.templates_) < set(full.templates_)
+    assert plain.transform(words).matrix.shape[0] == 6
+    # a vectorizer asked to raise still does
+    with pytest.raises(ValueError, match="no column 'pos'"):
+        SequenceVectorizer(list(PRESETS[name].templates)).fit(words)
