@@ -7,6 +7,8 @@ one of them.  Adding a preset is one entry of :data:`PRESETS`.
 from typing import NamedTuple
 
 from ._sequence import SequenceVectorizer
+from .embeddings import EmbeddingFeatures
+from .union import SentenceFeatureUnion
 
 
 class Preset(NamedTuple):
@@ -120,7 +122,7 @@ PRESETS = {
 CLUSTER_PREFIXES = (4, 6, 10, 20)
 
 
-def feature_set(name, window=1, clusters=None, **kwargs):
+def feature_set(name, window=1, clusters=None, embeddings=None, **kwargs):
     """Vectorizer for a feature set of Altun, Johnson & Hofmann (2003).
 
     The sets of section 4.2 of "Investigating Loss Functions and
@@ -166,6 +168,13 @@ def feature_set(name, window=1, clusters=None, **kwargs):
         templates ``cluster4``, ``cluster6``, ``cluster10`` and
         ``cluster20`` of the word and of its neighbours at offsets -1 and +1
         are added to the preset's.
+    embeddings : None, mapping of str to array-like, KeyedVectors, or EmbeddingFeatures, default=None
+        Word vectors as real-valued features beside the templates' (Turian,
+        Ratinov & Bengio 2010): an :class:`EmbeddingFeatures` as it is, or
+        the ``vectors`` of a new one with its defaults (rescaled to
+        standard deviation 0.1).  The result is then a
+        :class:`SentenceFeatureUnion` of the vectorizer (``"templates"``)
+        and the embeddings (``"embeddings"``).
     **kwargs
         Other parameters of :class:`SequenceVectorizer` (``min_freq``,
         ``hashing``, ``n_features``...).  ``missing_columns`` is ``"drop"``
@@ -174,8 +183,8 @@ def feature_set(name, window=1, clusters=None, **kwargs):
 
     Returns
     -------
-    vectorizer : SequenceVectorizer
-        Unfitted vectorizer.
+    vectorizer : SequenceVectorizer or SentenceFeatureUnion
+        Unfitted; a union with ``embeddings``.
     """
     if name not in PRESETS:
         raise ValueError(
@@ -191,4 +200,9 @@ def feature_set(name, window=1, clusters=None, **kwargs):
     # one preset for word-only and (word, POS, ...) tokens: the templates of
     # a column the tokens lack are dropped at fit
     kwargs.setdefault("missing_columns", "drop")
-    return SequenceVectorizer(templates, window=window, clusters=clusters, **kwargs)
+    vectorizer = SequenceVectorizer(templates, window=window, clusters=clusters, **kwargs)
+    if embeddings is None:
+        return vectorizer
+    if not isinstance(embeddings, EmbeddingFeatures):
+        embeddings = EmbeddingFeatures(vectors=embeddings)
+    return SentenceFeatureUnion([("templates", vectorizer), ("embeddings", embeddings)])

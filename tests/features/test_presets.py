@@ -76,3 +76,19 @@ def test_presets_serve_plain_words_and_tagged_tokens(name):
     # a vectorizer asked to raise still does
     with pytest.raises(ValueError, match="no column 'pos'"):
         SequenceVectorizer(list(PRESETS[name].templates)).fit(words)
+
+
+def test_feature_set_with_embeddings_is_a_union_of_templates_and_vectors():
+    import numpy as np
+    from sklstruct.features import EmbeddingFeatures, SentenceFeatureUnion
+    words = [["a", "b", "a"], ["c", "b"]]
+    vectors = {"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [1.0, 1.0]}
+    union = feature_set("S1", embeddings=vectors)
+    assert isinstance(union, SentenceFeatureUnion)
+    Xt = union.fit_transform(words)
+    alone = feature_set("S1").fit_transform(words).matrix
+    emb = EmbeddingFeatures(vectors=vectors).fit_transform(words).matrix
+    np.testing.assert_array_equal(Xt.matrix.toarray(),
+                                  np.hstack([alone.toarray(), emb.toarray()]))
+    given = EmbeddingFeatures(vectors=vectors, kmeans=(2,), random_state=0)
+    assert feature_set("S1", embeddings=given).transformer_list[1][1] is given
