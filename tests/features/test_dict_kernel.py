@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sklstruct import DictSequenceVectorizer
-from tests._oracles import OracleDictSequenceVectorizer
+from _oracles import OracleDictSequenceVectorizer
 
 #: Few enough characters that names collide ("a=" + "=b" and "a" + "==b"),
 #: keys repeat across tokens and nested prefixes meet flat keys ("a:b").
