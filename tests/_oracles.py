@@ -208,77 +208,26 @@ def call_twins(pair, call, state=public_state):
 
 # -- DictSequenceVectorizer ------------------------------------------------------------
 
-#: The oracle's nesting limit (DictSequenceVectorizer's _MAX_DEPTH).
-_DICT_MAX_DEPTH = 100
-
-
-def _oracle_item_features(item, prefix, where, out, depth=0):
-    """One token's (name, value) attributes as python-crfsuite names them:
-    DictSequenceVectorizer's implementation before its kernel, kept as it was."""
-    from collections.abc import Mapping
-    from numbers import Integral
-
-    from sklstruct._validation import MAX_ABS_FEATURE
-
-    if depth > _DICT_MAX_DEPTH:
-        raise ValueError(f"{where}: features nested deeper than {_DICT_MAX_DEPTH} levels (under "
-                         f"{prefix[:60]!r}...): a dict or list that contains itself?")
-    if isinstance(item, Mapping):
-        for key, value in item.items():
-            name = prefix + str(key)
-            if isinstance(value, str):
-                out[f"{name}={value}"] = out.get(f"{name}={value}", 0.0) + 1.0
-            elif isinstance(value, (bool, np.bool_, Integral, float, np.floating)):
-                try:
-                    value = float(value)
-                except OverflowError:
-                    raise ValueError(f"{where}: feature {name!r} has an integer value too "
-                                     "large for a float") from None
-                if not np.isfinite(value) or abs(value) > MAX_ABS_FEATURE:
-                    raise ValueError(f"{where}: feature {name!r} has the value {value}; "
-                                     f"values must be finite and at most {MAX_ABS_FEATURE:g} "
-                                     "in absolute value (scale the features)")
-                out[name] = out.get(name, 0.0) + value
-            elif isinstance(value, (Mapping, list, tuple, set, frozenset)):
-                _oracle_item_features(value, name + ":", where, out, depth + 1)
-            else:
-                raise TypeError(f"{where}: feature {name!r} has a value of type "
-                                f"{type(value).__name__}; expected str, a number, a bool, a "
-                                "dict or a list of str")
-    elif isinstance(item, (list, tuple, set, frozenset)):
-        for key in item:
-            if not isinstance(key, str):
-                raise TypeError(f"{where}: a feature list holds a {type(key).__name__}; "
-                                "expected str")
-            out[prefix + key] = out.get(prefix + key, 0.0) + 1.0
-    else:
-        raise TypeError(f"{where}: expected a dict (or list) of features; got "
-                        f"{type(item).__name__}")
-    return out
-
-
 class OracleDictSequenceVectorizer:
     """DictSequenceVectorizer as it was before its kernel (per-token dicts of
     names handed to scikit-learn's DictVectorizer): the reference the kernel
-    must match exactly (vocabulary, column order, CSR arrays, messages)."""
+    must match exactly (vocabulary, column order, CSR arrays, messages).
+    The per-token and per-sentence functions are the estimator's own, which
+    its kernel hands every token it does not read itself: what is checked
+    is the kernel's walk against them."""
 
     def __init__(self, sort=True):
         self.sort = sort
 
     def _items(self, X):
-        from collections.abc import Mapping
-
         from sklstruct._validation import check_sentence_list
+        from sklstruct.features._dict import _check_sentence, _token_features
 
         sentences = check_sentence_list(X, "X", "sentences of feature dicts", item_ndim=1)
         items, offsets = [], [0]
         for i, sentence in enumerate(sentences):
-            if isinstance(sentence, (str, Mapping)) or not hasattr(sentence, "__len__"):
-                raise TypeError(f"X[{i}]: expected a list of token feature dicts; got "
-                                f"{type(sentence).__name__}")
-            if len(sentence) == 0:
-                raise ValueError(f"X[{i}]: the sentence is empty")
-            items.extend(_oracle_item_features(token, "", f"X[{i}][{t}]", {})
+            _check_sentence(sentence, i)
+            items.extend(_token_features(token, f"X[{i}][{t}]")
                          for t, token in enumerate(sentence))
             offsets.append(len(items))
         return items, np.array(offsets, dtype=np.int64)
