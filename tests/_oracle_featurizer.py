@@ -1,57 +1,28 @@
 """The pure-Python featurizer of SequenceVectorizer before it was compiled:
 the test oracle of sklstruct/features/_featurize.pyx.
 
-:class:`Corpus` evaluates the template atoms with NumPy over a corpus, and
+:class:`Corpus` reads the tokens in Python and evaluates the template atoms
+with NumPy over them (as ``token_features`` still does), and
 :func:`fit`, :func:`transform` and :func:`token_features` are the vectorizer's
 old methods over it, so that the compiled path can be compared with it on
 every template kind (tests/features/test_featurize.py).
 """
-from collections.abc import Mapping
 from hashlib import blake2b
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher
 
-from sklstruct._validation import check_sentence, check_sentence_list, describe
+from sklstruct._validation import check_sentence, check_sentence_list
 from sklstruct.features._templates import _parse_templates
-from sklstruct.features._tokens import _DERIVED, _FLAGS, _POSITION_FLAGS, BOS, EOS
-
-def _token_kind(token):
-    if isinstance(token, str):
-        return "str"
-    if isinstance(token, Mapping):
-        return "dict"
-    if isinstance(token, (tuple, list, np.ndarray)):
-        return "seq"
-    return None
+from sklstruct.features._tokens import _Corpus, _factorize, _token_kind
 
 
-def _join_values(values):
-    r"""Value part of a conjunction's feature name: the values joined by ``|``.
-
-    When a value contains ``|``, every value is escaped (``\`` becomes
-    ``\\`` and ``|`` becomes ``\|``), so that two different tuples never
-    share a name: a name of ``|``-free values has exactly ``len(values) - 1``
-    bars and splits one way only; an escaped name has more bars than that and
-    decodes one way only.  Names of ``|``-free values are left as they are.
-    """
-    if any("|" in v for v in values):
-        values = [v.replace("\\", "\\\\").replace("|", "\\|") for v in values]
-    return "|".join(values)
-
-
-def _factorize(values):
-    """Integer codes and the list of distinct values, in order of appearance."""
-    uniques = list(dict.fromkeys(values))
-    index = {v: i for i, v in enumerate(uniques)}
-    codes = np.fromiter(map(index.__getitem__, values), dtype=np.intp,
-                        count=len(values))
-    return codes, uniques
-
-
-class Corpus:
-    """All tokens of ``X`` flattened, with the helpers the templates need."""
+class Corpus(_Corpus):
+    """The old token table: the sentences flattened and the columns read and
+    interned in Python, word keys hashed one by one.  The atoms and templates
+    are evaluated as :class:`sklstruct.features._tokens._Corpus` evaluates
+    them for ``token_features`` (the compiled featurizer shares none of it)."""
 
     def __init__(self, X, boundary="symbol", clusters=None):
         self.boundary = boundary
@@ -86,32 +57,6 @@ class Corpus:
         self._columns = {}
         self._bases = {}
         self._valid = {}
-
-    def _where(self, i):
-        s = int(np.searchsorted(self.starts, i, side="right")) - 1
-        return f"X[{s}], token {i - self.starts[s]}"
-
-    @staticmethod
-    def _getter(column):
-        """Function reading ``column`` from any token, and its seq/dict keys."""
-        if column.startswith("col:"):
-            seq_key, dict_key = None, column[4:]
-        elif column.startswith("col"):
-            seq_key, dict_key = int(column[3:]), None  # dicts have no positions
-        else:
-            seq_key, dict_key = ("word", "pos").index(column), column
-
-        def get(token):
-            if isinstance(token, str):
-                if column != "word":
-                    raise KeyError(column)
-                return token
-            key = dict_key if isinstance(token, Mapping) else seq_key
-            if key is None:
-                raise KeyError(column)
-            return token[key]
-
-        return get, seq_key, dict_key
 
     def column(self, column):
         """Codes and distinct values of a column over all tokens."""
@@ -148,134 +93,6 @@ class Corpus:
                             .digest(), "little", signed=True) for w in words),
             dtype=np.int64, count=len(words))
         return keys[codes]
-
-    def _raise_column_error(self, get, column):
-        for i, token in enumerate(self.flat):
-            try:
-                value = get(token)
-            except (KeyError, IndexError, TypeError):
-                raise ValueError(
-                    f"{self._where(i)}: no column {column!r} in {describe(token)}"
-                ) from None
-            if not isinstance(value, str):
-                raise TypeError(
-                    f"{self._where(i)}: the value of column {column!r} must be "
-                    f"a string; got {describe(value)} ({type(value).__name__})"
-                )
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def base(self, kind, arg, base_name, column):
-        """Unshifted values of an atom: ``(codes, table)`` or a boolean mask."""
-        if base_name in self._bases:
-            return self._bases[base_name]
-        if arg in _POSITION_FLAGS:
-            result = self._bases[base_name] = (
-                self.position == 0 if arg == "is_first"
-                else self.position == self.sentence_length - 1)
-            return result
-        codes, table = self.column(column)
-        if kind == "flag":
-            func = _FLAGS[arg]
-            result = np.fromiter(map(func, table), dtype=bool, count=len(table))[
-                codes
-            ]
-        elif kind == "column":
-            result = codes, table
-        else:
-            if isinstance(arg, tuple) and arg[0] == "cluster":
-                result = _cluster_codes(codes, table, self.clusters, arg[1])
-                self._bases[base_name] = result
-                return result
-            if isinstance(arg, tuple):
-                side, n = arg
-                derived = [v[:n] for v in table] if side == "prefix" else [
-                    v[-n:] for v in table
-                ]
-            else:
-                derived = list(map(_DERIVED[arg], table))
-            remap, table = _factorize(derived)
-            result = remap[codes], table
-        self._bases[base_name] = result
-        return result
-
-    def valid(self, offset):
-        """Tokens whose neighbour at ``offset`` lies inside the sentence."""
-        if offset not in self._valid:
-            p = self.position + offset
-            self._valid[offset] = (p >= 0) & (p < self.sentence_length)
-        return self._valid[offset]
-
-    def atom(self, kind, arg, base_name, column, offset):
-        """``(codes, table, mask)`` of an atom at ``offset``; mask may be None."""
-        n = self.n_tokens
-        if kind == "bias":
-            return np.zeros(n, dtype=np.intp), [""], None
-        base = self.base(kind, arg, base_name, column)
-        if offset != 0:
-            valid = self.valid(offset)
-            source = np.clip(np.arange(n) + offset, 0, n - 1)
-        if kind == "flag":
-            mask = base if offset == 0 else valid & base[source]
-            return np.zeros(n, dtype=np.intp), ["1"], mask
-        codes, table = base
-        if offset == 0:
-            codes, mask = codes, None
-        elif self.boundary == "skip":
-            codes, mask = np.where(valid, codes[source], 0), valid
-        else:
-            codes, mask = np.where(valid, codes[source], len(table)), None
-            table = table + [BOS if offset < 0 else EOS]
-        if kind == "derived" and isinstance(arg, tuple) and arg[0] == "cluster":
-            # a word without a path (code -1) gives no feature
-            has = codes >= 0
-            mask = has if mask is None else mask & has
-            codes = np.where(has, codes, 0)
-            # (no value with a path: a placeholder that the mask never shows)
-            table = table or [""]
-        return codes, table, mask
-
-    def template(self, name, atoms):
-        """``(codes, names, mask)`` of a template instance.
-
-        ``names[codes[t]]`` is the feature of token ``t``, which fires where
-        ``mask`` is true (everywhere when ``mask`` is None).
-        """
-        codes, table, mask = self.atom(*atoms[0])
-        if len(atoms) > 1:
-            table = [(v,) for v in table]
-        for atom in atoms[1:]:
-            codes_b, table_b, mask_b = self.atom(*atom)
-            nb = len(table_b)
-            combined = codes.astype(np.int64) * nb + codes_b
-            uniq, codes = np.unique(combined, return_inverse=True)
-            codes = codes.reshape(-1)
-            qa, rb = np.divmod(uniq, nb)
-            table = [
-                table[i] + (table_b[j],) for i, j in zip(qa.tolist(), rb.tolist())
-            ]
-            if mask_b is not None:
-                mask = mask_b if mask is None else mask & mask_b
-        if len(atoms) > 1:
-            table = list(map(_join_values, table))
-        if all(a[0] in ("flag", "bias") for a in atoms):
-            names = [name] * len(table)
-        else:
-            prefix = name + "="
-            names = [prefix + v for v in table]
-        return codes, names, mask
-
-
-def _cluster_codes(codes, table, clusters, n):
-    """``(codes, table)`` of the atom ``clusterN``: the first ``n`` bits of
-    each value's path; code -1 where the value has no path (no feature, as a
-    flag that does not fire)."""
-    get = (clusters or {}).get
-    paths = [get(v) for v in table]
-    have = [i for i, p in enumerate(paths) if p is not None]
-    remap, values = _factorize([paths[i][:n] for i in have])
-    full = np.full(len(table) + 1, -1, dtype=np.intp)   # (codes[-1] stays -1)
-    full[have] = remap
-    return full[codes], values
 
 
 def _lookup(names, vocabulary, n_out, hashing):
