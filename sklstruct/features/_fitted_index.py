@@ -23,6 +23,8 @@ unpickling, or for a vocabulary set by hand.  Instances whose key space
 would pass 2**62 get no lookup: their names are built and found in the name
 table, as with the per-block caches (``_featurize``).
 """
+import math
+
 import numpy as np
 
 from ._columns import fitted_codes
@@ -126,9 +128,7 @@ class FittedIndex:
             if cols:
                 ranges.append((min(cols), max(cols), i))
             radices = [1 if t is None else len(t) for t in tabs]
-            n_keys = 1
-            for r in radices:
-                n_keys *= r
+            n_keys = math.prod(radices)
             if n_keys >= _KEY_LIMIT:
                 self.lookups.append(None)
                 continue
@@ -187,9 +187,7 @@ class FittedIndex:
             tabs = [None if kind in ("flag", "bias") else index[base]
                     for kind, _, base, _, _ in atoms]
             radices = [1 if t is None else int(self.table_radix[t]) for t in tabs]
-            n_keys = 1
-            for r in radices:
-                n_keys *= r
+            n_keys = math.prod(radices)
             if n_keys >= _KEY_LIMIT:
                 self.lookups.append(None)
                 continue
