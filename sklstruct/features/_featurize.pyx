@@ -59,6 +59,17 @@ from libc.string cimport memcmp, memcpy, memset
 
 cnp.import_array()
 
+
+cdef inline bint _grow(void** array, size_t n_bytes) noexcept nogil:
+    """``realloc`` the array at ``*array`` to ``n_bytes``; False, the array
+    kept as it was, when out of memory."""
+    cdef void* p = realloc(array[0], n_bytes)
+    if p == NULL:
+        return False
+    array[0] = p
+    return True
+
+
 cdef enum:
     # atom kinds of the program (see Program)
     VALUE = 0
@@ -160,32 +171,21 @@ cdef class NameTable:
         """Index of the name ``s``, added with ``value`` if new; -1 when out
         of memory."""
         cdef int64_t i = self.find(s, length, h), cap, j
-        cdef void* p
         if i >= 0:
             return i
         if self.n + 1 > self.cap:
             cap = 2 * self.cap + 1024
-            p = realloc(self.offs, (cap + 1) * sizeof(int64_t))
-            if p == NULL:
+            if not (_grow(<void**>&self.offs, (cap + 1) * sizeof(int64_t))
+                    and _grow(<void**>&self.hashes, cap * sizeof(uint64_t))
+                    and _grow(<void**>&self.values, cap * sizeof(int32_t))):
                 return -1
-            self.offs = <int64_t*>p
-            p = realloc(self.hashes, cap * sizeof(uint64_t))
-            if p == NULL:
-                return -1
-            self.hashes = <uint64_t*>p
-            p = realloc(self.values, cap * sizeof(int32_t))
-            if p == NULL:
-                return -1
-            self.values = <int32_t*>p
             if self.cap == 0:
                 self.offs[0] = 0
             self.cap = cap
         if self.blob_len + length > self.blob_cap:
             cap = 2 * self.blob_cap + length + 65536
-            p = realloc(self.blob, cap)
-            if p == NULL:
+            if not _grow(<void**>&self.blob, cap):
                 return -1
-            self.blob = <char*>p
             self.blob_cap = cap
         if 2 * (self.n + 1) > self.n_slots:
             if self._rehash(2 * self.n_slots if self.n_slots else 1024) < 0:
@@ -501,21 +501,12 @@ cdef struct Export:
 
 cdef int _export_add(Export* e, int32_t i, uint64_t key, int32_t id_) noexcept nogil:
     cdef int64_t cap
-    cdef void* p
     if e.n == e.cap:
         cap = 2 * e.cap + 4096
-        p = realloc(e.inst, cap * sizeof(int32_t))
-        if p == NULL:
+        if not (_grow(<void**>&e.inst, cap * sizeof(int32_t))
+                and _grow(<void**>&e.keys, cap * sizeof(uint64_t))
+                and _grow(<void**>&e.ids, cap * sizeof(int32_t))):
             return -1
-        e.inst = <int32_t*>p
-        p = realloc(e.keys, cap * sizeof(uint64_t))
-        if p == NULL:
-            return -1
-        e.keys = <uint64_t*>p
-        p = realloc(e.ids, cap * sizeof(int32_t))
-        if p == NULL:
-            return -1
-        e.ids = <int32_t*>p
         e.cap = cap
     e.inst[e.n] = i
     e.keys[e.n] = key
