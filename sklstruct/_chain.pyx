@@ -280,16 +280,20 @@ cdef class ChainWeights:
         self.sums_hold_average = bool(inplace)
         return tuple(out)
 
-    def move_to(self, W, P):
+    def move_to(self, W, P, rows=None):
         """Move the raw weights to ``(W, P)`` as one update taken at the
         current clock: ``w += d, u += c d`` with ``d = (W, P) - w``, so that
         the average stays the average of the weights held after each
-        example (the mixing of :class:`sklstruct.ParameterMixingTagger`)."""
-        for raw, acc, new in ((self.W, self.W_sum, W), (self.P, self.P_sum, P)):
-            step = new - raw
-            raw += step
+        example (the mixing of :class:`sklstruct.ParameterMixingTagger`).
+
+        ``rows`` (distinct row indices of W): move those rows of W only, ``W``
+        holding their new values; the other rows keep theirs."""
+        rows = slice(None) if rows is None else rows
+        for raw, acc, new, at in ((self.W, self.W_sum, W, rows), (self.P, self.P_sum, P, slice(None))):
+            step = new - raw[at]
+            raw[at] += step
             if acc is not None:
-                acc += self.n_seen * step
+                acc[at] += self.n_seen * step
 
     def __reduce__(self):
         return (_rebuild_weights, (self.W, self.P, self._W_sum, self._P_sum, self.n_seen,

@@ -3,34 +3,16 @@ import time
 from numbers import Integral
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._publish import publishes
 from .._progress import report
+from .._parallel import n_threads
 from .._validation import N_JOBS_CONSTRAINT
 from ..chain import as_stacked
 from ._base import ChainLearner, ChainTagger
-
-
-def _shard_epoch(learner, X, codes, classes, mixed):
-    """One epoch of ``learner`` on its shard (validated sentences and label
-    codes), from the mixed weights.
-
-    ``mixed`` is None on the first epoch (the learner starts from zero, all
-    classes known) and with one shard.  Otherwise the learner's raw weights
-    move to ``mixed`` as one step taken at its current averaging clock
-    (:meth:`sklstruct._chain.ChainWeights.move_to`), so that its averaged
-    weights stay the average of the weights it actually held after each
-    example.  The public
-    weights are published once, after the last epoch.
-    """
-    if mixed is not None:
-        learner._weights.move_to(*mixed)
-    learner._train_encoded(X, codes, classes, 1, hasattr(learner, "_weights"), publish=False)
-    learner._resumable = True      # it continues: a process backend pickles its state back
-    return learner
+from ._mixing_workers import dask_client, n_workers, shard_runner
 
 
 class ParameterMixingTagger(ChainTagger):
@@ -47,38 +29,46 @@ class ParameterMixingTagger(ChainTagger):
     the weights it held, mixing steps included, and the final model mixes the
     shards' averages.
 
-    The shards run through joblib, so any backend works: threads or
-    processes locally (``n_jobs``), Dask or Ray on a cluster
-    (``with joblib.parallel_config(backend="dask"): model.fit(X, y)``).  One
-    Parallel context serves all epochs, so a backend that keeps its workers
-    (loky, Dask) keeps them for the whole fit.  With one shard the result is
-    the estimator's own serial training, exactly.
+    Every shard keeps its sentences and its learner for the whole fit, and
+    its learner holds weights for the feature columns its sentences use
+    only: between epochs only rows of weights travel, the rows each shard
+    changed (and by how much) to the mixer, and the mixed values of the rows
+    that changed anywhere back to the shards that use them
+    (``history_`` counts them).  The shards run in threads of this process
+    (``n_jobs``; the epoch kernels release the GIL), or, inside
+    ``joblib.parallel_config(backend="dask")``, as Dask actors dealt to the
+    workers of the client's cluster, each shard's sentences sent to its
+    worker once.  A worker lost during the fit makes ``fit`` raise; nothing is
+    published.  With one shard the result is the estimator's own serial
+    training, exactly; with several, the model of mixing whole weight
+    matrices, to rounding.
 
     Parameters
     ----------
     estimator : online tagger
         An unfitted tagger with ``partial_fit`` (perceptron, PA, MIRA, SWVP,
         SWVM); its ``max_iter`` is ignored.
-    n_shards : int, default=4
+    n_shards : int or None, default=4
+        None: one shard per Dask worker on Dask, else one per thread of
+        ``n_jobs``.
     mixing : {"uniform", "weighted"}, default="uniform"
     max_iter : int, default=10
         Epochs (mixing rounds).
     n_jobs : int or None, default=None
-        Workers of the joblib backend in use (None: 1, or the backend's
-        default inside ``joblib.parallel_config``).
+        Shards trained at once in threads (None: 1; -1: all CPUs).  Ignored
+        on Dask, where every shard trains at once on its worker.
     verbose : int, default=0
         Print mistakes, updates and time after each epoch.
 
     Attributes
     ----------
-    estimators_ : list of fitted taggers, one per shard
     classes_, coef_, transition_coef_, start_coef_, end_coef_, trigram_coef_,
     n_features_in_
         The mixed model, as for the wrapped tagger.
     n_iter_ : int
     history_ : list of dict
         Per epoch: mistakes and updates over all shards, the mixing weights,
-        seconds.
+        the weight rows sent to the shards and received from them, seconds.
 
     Examples
     --------
@@ -94,6 +84,17 @@ class ParameterMixingTagger(ChainTagger):
     >>> model.fit(X, y).score(X, y) > 0.9
     True
 
+    On a Dask cluster, one shard per worker (a script that starts worker
+    processes needs the ``__main__`` guard)::
+
+        from dask.distributed import Client, LocalCluster
+        from joblib import parallel_config
+
+        if __name__ == "__main__":
+            with LocalCluster(n_workers=4, threads_per_worker=1) as cluster, \\
+                    Client(cluster), parallel_config(backend="dask"):
+                model.set_params(parametermixingtagger__n_shards=None).fit(X, y)
+
     References
     ----------
     .. [1] R. McDonald, K. Hall and G. Mann, "Distributed Training Strategies
@@ -102,7 +103,7 @@ class ParameterMixingTagger(ChainTagger):
 
     _parameter_constraints = {
         "estimator": [HasMethods(["partial_fit", "predict"])],
-        "n_shards": [Interval(Integral, 1, None, closed="left")],
+        "n_shards": [Interval(Integral, 1, None, closed="left"), None],
         "mixing": [StrOptions({"uniform", "weighted"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": N_JOBS_CONSTRAINT,
@@ -134,48 +135,85 @@ class ParameterMixingTagger(ChainTagger):
         data = as_stacked(X)
         classes, codes = self._labels(y, data)
         n = len(data)
-        if self.n_shards > n:
-            raise ValueError(f"n_shards={self.n_shards} is more than the {n} sentences")
-        cuts = np.linspace(0, n, self.n_shards + 1).round().astype(int)
+        client = dask_client()
+        n_shards = self.n_shards or (n_workers(client) if client else n_threads(self.n_jobs, n))
+        if n_shards > n:
+            raise ValueError(f"n_shards={n_shards} is more than the {n} sentences")
+        self.estimator._validate_params()
+        cuts = np.linspace(0, n, n_shards + 1).round().astype(int)
         rows = data.offsets[cuts]
-        shards = [(data[a:b], codes[r:s]) for a, b, r, s in zip(cuts[:-1], cuts[1:], rows[:-1],
-                                                                 rows[1:])]
-        learners = [clone(self.estimator) for _ in shards]
-        learners[0]._validate_params()
-        mixed, history = None, []
-        with Parallel(n_jobs=self.n_jobs) as parallel:
-            for epoch in range(self.max_iter):
-                tic = time.perf_counter()
-                learners = parallel(delayed(_shard_epoch)(learner, Xs, ys, classes, mixed)
-                                    for learner, (Xs, ys) in zip(learners, shards))
-                records = [learner.history_[-1] for learner in learners]
-                mu = self._mixing_weights(records)
-                if len(learners) > 1:          # (one shard: the mixture is itself)
-                    mixed = (sum(m * lr._weights.W for m, lr in zip(mu, learners)),
-                             sum(m * lr._weights.P for m, lr in zip(mu, learners)))
-                history.append({"epoch": epoch + 1,
-                                "mistakes": sum(r["mistakes"] for r in records),
-                                "updates": sum(r["updates"] for r in records),
-                                "mixing": mu.tolist(), "sentences": n,
-                                "seconds": time.perf_counter() - tic})
-                h = history[-1]
-                report(self.verbose, "Epoch", h["epoch"], [
-                    ("mistakes", f"{h['mistakes']}/{n}"), ("updates", h["updates"]),
-                    ("shards", self.n_shards)], h["seconds"])
-        # the model: the last mixture of the shards' (averaged) weights
-        for learner in learners:
-            learner._publish()
-            learner._resumable = False     # the mixture never continues a shard
-        final = [lr._weights.averaged() for lr in learners]
-        W = sum(m * f[0] for m, f in zip(mu, final))
-        P = sum(m * f[1] for m, f in zip(mu, final))
+        shards = [(clone(self.estimator), data[a:b], codes[r:s], classes)
+                  for a, b, r, s in zip(cuts[:-1], cuts[1:], rows[:-1], rows[1:])]
+        with shard_runner(shards, self.n_jobs, client) as runner:
+            W, P, history = self._mix(runner, data.n_features, len(classes), n)
         self._set_weights(W, P)
-        self.estimators_ = learners
         self.classes_ = classes
         self.n_features_in_ = data.n_features
         self.n_iter_ = self.max_iter
         self.history_ = history
         return self
+
+    def _mix(self, runner, n_features, n_labels, n_sentences):
+        """The epochs of iterative parameter mixing over the shards of
+        ``runner``, sparse: (W, P, history).
+
+        Every shard starts an epoch from the mixture ``M`` on its rows and
+        reports the rows it changed and by how much, ``d_s``; the new
+        mixture is ``M + sum_s mu_s d_s`` (the shards' weights agree with
+        ``M`` everywhere else), and each shard is sent the mixed values of
+        its rows that changed anywhere.  The model mixes the shards' final
+        (averaged) weights, ``sum_s mu_s avg_s``; a shard's average on a row
+        it never touches is the mean of the mixtures it held there, one per
+        epoch, kept by the lazy trick of the averaged perceptron:
+        ``mean_e M_{e-1} = M_{E-1} - U / E`` with ``U = sum_e e (M_e - M_{e-1})``.
+        """
+        columns = runner.columns()
+        single = len(columns) == 1
+        averaging = bool(getattr(self.estimator, "average", False))
+        M = np.zeros((n_features, n_labels))
+        U = np.zeros_like(M) if averaging and not single else None
+        P_mixed, changed, history = None, None, []
+        for epoch in range(1, self.max_iter + 1):
+            tic = time.perf_counter()
+            if changed is None:            # the first epoch, or one shard: nothing to move
+                moves = [(None, None, None, not single)] * len(columns)
+            else:
+                moves = []
+                for cols in columns:
+                    local = np.flatnonzero(changed[cols])
+                    moves.append((local, M[cols[local]], P_mixed, True))
+            results = runner.epoch(moves)
+            records = [r[0] for r in results]
+            mu = self._mixing_weights(records)
+            if not single and epoch < self.max_iter:
+                touched = np.unique(np.concatenate([r[1] for r in results]))
+                before = M[touched]
+                for m, (_, rows, delta, _) in zip(mu, results):
+                    M[rows] += m * delta
+                if U is not None:
+                    U[touched] += epoch * (M[touched] - before)
+                changed = np.zeros(n_features, dtype=bool)
+                changed[touched] = True
+                P_mixed = sum(m * r[3] for m, r in zip(mu, results))
+            history.append({"epoch": epoch,
+                            "mistakes": sum(r["mistakes"] for r in records),
+                            "updates": sum(r["updates"] for r in records),
+                            "mixing": mu.tolist(), "sentences": n_sentences,
+                            "rows_sent": sum(0 if m[0] is None else m[0].size for m in moves),
+                            "rows_received": sum(r[1].size for r in results),
+                            "seconds": time.perf_counter() - tic})
+            h = history[-1]
+            report(self.verbose, "Epoch", h["epoch"], [
+                ("mistakes", f"{h['mistakes']}/{n_sentences}"), ("updates", h["updates"]),
+                ("shards", len(columns))], h["seconds"])
+        # the model: the last mixture of the shards' (averaged) weights
+        A = M if U is None else M - U / self.max_iter
+        W = A.copy()
+        P = 0.0
+        for m, (cols, W_s, P_s) in zip(mu, runner.averaged()):
+            W[cols] += m * (W_s - A[cols])
+            P = P + m * P_s
+        return W, P, history
 
     def _mixing_weights(self, records):
         k = np.array([r["updates"] for r in records], dtype=float)
