@@ -192,10 +192,16 @@ def feature_set(name, window=1, clusters=None, embeddings=None, label_dictionary
         neighbours, cross-fitted on the training sentences.  ``"auto"``:
         with the presets that have them (:attr:`Preset.from_labels`, the
         rich ones); True: with any preset; an instance: that one.
+        Measured (``benchmarks/bench_features_accuracy.py``, perceptron,
+        development data): +1.7 F1 on CoNLL-2002 Spanish (esp.testa), +0.15
+        on CoNLL-2000 (1,000 training sentences held out).
     gazetteer : "auto", bool or GazetteerFeatures, default="auto"
         Add :class:`GazetteerFeatures`: the training chunks' strings by
         type, matched in new sentences, cross-fitted likewise; as
-        ``label_dictionary``.
+        ``label_dictionary``.  Measured likewise: +0.7 on Spanish alone,
+        +0.07 beside the dictionary on CoNLL-2000.  Both together, on the
+        test files: CoNLL-2000 93.94 -> 94.02 (perceptron), Spanish testb
+        81.53 -> 81.60 (CRF; esp.testa 75.97 -> 76.30).
     random_state : int, RandomState instance or None, default=None
         Seeds the cross-fitting folds of the label features (those of
         instances given as ``label_dictionary`` or ``gazetteer`` are kept).
