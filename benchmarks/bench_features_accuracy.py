@@ -5,15 +5,21 @@ Issue 29, items 4 and 5(b).  CoNLL-2000 (train.txt -> test.txt) and CoNLL-2002
 Spanish NER (esp.train -> esp.testb, esp.testa reported as the development
 score).  The clusters are :class:`sklstruct.BrownClusters` learned from the
 training file's own words (no outside text, no test sentence), through
-``feature_set(name, clusters=...)``.  The learners run with the library's
-defaults (the perceptron with ``max_iter=10``), ``random_state=0``.  Each
+``feature_set(name, clusters=...)``.  The rich presets are measured without
+and with the features they learn from the training labels
+(``--label-features off on``: ``feature_set(name, label_dictionary=...,
+gazetteer=...)``, a label dictionary and a gazetteer of the training chunks,
+cross-fitted on the training sentences); the plain presets have none.  The
+features are fitted with the labels (``fit_transform(X, y)``, as a Pipeline
+does).  The learners run with the library's defaults (the perceptron with
+``max_iter=10``), ``random_state=0``, as do the label features' folds.  Each
 configuration prints one JSON line; ``--out`` writes the markdown table.
 
 Usage::
 
     python benchmarks/bench_features_accuracy.py [--data DIR] [--corpora conll2000 esp]
-        [--presets plain rich] [--clusters 0 100] [--learners perceptron swvm crf]
-        [--out FILE]
+        [--presets plain rich] [--clusters 0 100] [--label-features off on]
+        [--learners perceptron swvm crf] [--out FILE]
 """
 import argparse
 import json
@@ -41,7 +47,7 @@ LEARNERS = {
 }
 
 
-def run(data, corpus, preset, n_clusters, learners):
+def run(data, corpus, preset, n_clusters, label_features, learners):
     train, dev, test, names = CORPORA[corpus]
     tr = read_conll(data / train)
     te = read_conll(data / test)
@@ -51,12 +57,14 @@ def run(data, corpus, preset, n_clusters, learners):
     if n_clusters:
         kwargs["clusters"] = BrownClusters(n_clusters=n_clusters, min_count=3).fit(tr[0])
     cluster_s = time.perf_counter() - tic
-    vectorizer = feature_set(names[preset], **kwargs)
-    X_train = vectorizer.fit_transform(tr[0])
+    vectorizer = feature_set(names[preset], label_dictionary=label_features,
+                             gazetteer=label_features, random_state=0, **kwargs)
+    X_train = vectorizer.fit_transform(tr[0], tr[1])
     X_test = vectorizer.transform(te[0])
     X_dev = vectorizer.transform(dv[0]) if dv else None
     row = {"corpus": corpus, "preset": names[preset], "clusters": n_clusters,
-           "features": vectorizer.n_features_out_, "cluster_s": round(cluster_s, 1)}
+           "label_features": label_features, "features": X_train.matrix.shape[1],
+           "cluster_s": round(cluster_s, 1)}
     for name in learners:
         model = LEARNERS[name]()
         tic = time.perf_counter()
@@ -72,8 +80,9 @@ def run(data, corpus, preset, n_clusters, learners):
 
 
 def table(rows, learners):
-    head = "| corpus | preset | clusters | features | " + " | ".join(learners) + " |"
-    lines = [head, "|" + "---|" * (4 + len(learners))]
+    head = ("| corpus | preset | clusters | label features | features | "
+            + " | ".join(learners) + " |")
+    lines = [head, "|" + "---|" * (5 + len(learners))]
     for r in rows:
         cells = []
         for name in learners:
@@ -81,7 +90,9 @@ def table(rows, learners):
             dev = f" (dev {s['dev']:.2f})" if s["dev"] is not None else ""
             cells.append(f"{s['test']:.2f}{dev}")
         clusters = f"Brown, {r['clusters']}" if r["clusters"] else "-"
-        lines.append(f"| {r['corpus']} | {r['preset']} | {clusters} | {r['features']:,} | "
+        label = "dictionary, gazetteer" if r["label_features"] else "-"
+        lines.append(f"| {r['corpus']} | {r['preset']} | {clusters} | {label} | "
+                     f"{r['features']:,} | "
                      + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -94,15 +105,20 @@ def main():
     parser.add_argument("--presets", nargs="+", default=["plain", "rich"],
                         choices=["plain", "rich"])
     parser.add_argument("--clusters", nargs="+", type=int, default=[0, 100])
+    parser.add_argument("--label-features", nargs="+", default=["off", "on"],
+                        choices=["off", "on"])
     parser.add_argument("--learners", nargs="+", default=list(LEARNERS),
                         choices=list(LEARNERS))
     parser.add_argument("--out")
     args = parser.parse_args()
-    rows = [run(args.data, corpus, preset, c, args.learners)
-            for corpus in args.corpora for preset in args.presets for c in args.clusters]
+    rows = [run(args.data, corpus, preset, c, on == "on", args.learners)
+            for corpus in args.corpora for preset in args.presets
+            for on in (args.label_features if preset == "rich" else ["off"])
+            for c in args.clusters]
     body = ("Chunk F1 on the test file (CoNLL-2002: esp.testb, with esp.testa in "
             "parentheses); Brown clusters from the training file's words only "
-            "(`min_count=3`).\n\n" + table(rows, args.learners) + "\n")
+            "(`min_count=3`); label features: the label dictionary and the gazetteer "
+            "of the training labels, cross-fitted (5 folds).\n\n" + table(rows, args.learners) + "\n")
     report("Feature sets: plain and rich presets, with and without Brown clusters",
            "bench_features_accuracy.py", None, body, args.out)
 

@@ -4,8 +4,9 @@ sequence labeling and constituency parsing, with Cython decoding kernels."""
 __version__ = "0.1.0"
 
 from .features import (BrownClusters, DictSequenceVectorizer,  # noqa: E402
-                       EmbeddingFeatures, SentenceFeatureUnion, SequenceVectorizer,
-                       TokenTransformer, feature_set)
+                       EmbeddingFeatures, GazetteerFeatures, LabelDictionaryFeatures,
+                       SentenceFeatureUnion, SequenceVectorizer, TokenTransformer,
+                       feature_set)
 from ._registry import ESTIMATORS  # noqa: E402
 
 from .learners.m3n import M3NSGDTagger  # noqa: E402  (deprecated alias of M3NTagger)
@@ -17,6 +18,8 @@ __all__ = sorted(cls.__name__ for cls in ESTIMATORS.values()) + [
     "BrownClusters",
     "DictSequenceVectorizer",
     "EmbeddingFeatures",
+    "GazetteerFeatures",
+    "LabelDictionaryFeatures",
     "SentenceFeatureUnion",
     "SequenceVectorizer",
     "TokenTransformer",

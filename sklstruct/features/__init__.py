@@ -114,12 +114,18 @@ clusters whose paths :meth:`BrownClusters.transform` appends as a column,
 for templates such as ``prefix4(col2)``; its kernel is ``_brown``),
 ``embeddings`` :class:`EmbeddingFeatures` (word vectors, given or trained
 with gensim, as real-valued token features, and k-means clusters of them)
-and ``union`` :class:`SentenceFeatureUnion` (the token features of several
+``label_dictionary`` :class:`LabelDictionaryFeatures` (the labels each
+word took in the training data) and ``gazetteer`` :class:`GazetteerFeatures`
+(the training chunks' strings matched in new sentences), both learned from
+``y`` and cross-fitted on the training sentences (``_crossfit``), and
+``union`` :class:`SentenceFeatureUnion` (the token features of several
 transformers side by side).
 """
 from ._dict import DictSequenceVectorizer
 from .clusters import BrownClusters
 from .embeddings import EmbeddingFeatures
+from .gazetteer import GazetteerFeatures
+from .label_dictionary import LabelDictionaryFeatures
 from ._sequence import SequenceVectorizer
 from ._token_transformer import TokenTransformer
 from ._tokens import BOS, EOS, word_shape
@@ -131,6 +137,8 @@ __all__ = [
     "BrownClusters",
     "EOS",
     "EmbeddingFeatures",
+    "GazetteerFeatures",
+    "LabelDictionaryFeatures",
     "PRESETS",
     "DictSequenceVectorizer",
     "Preset",

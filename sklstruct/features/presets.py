@@ -6,8 +6,13 @@ one of them.  Adding a preset is one entry of :data:`PRESETS`.
 """
 from typing import NamedTuple
 
+import numpy as np
+
+from .._validation import InputTypeError, describe
 from ._sequence import SequenceVectorizer
 from .embeddings import EmbeddingFeatures
+from .gazetteer import GazetteerFeatures
+from .label_dictionary import LabelDictionaryFeatures
 from .union import SentenceFeatureUnion
 
 
@@ -23,11 +28,16 @@ class Preset(NamedTuple):
         :func:`feature_set`.
     description : str
         One line, for listings such as the command line's help.
+    from_labels : bool
+        Whether :func:`feature_set` adds, by default, the features learned
+        from the training labels (:class:`LabelDictionaryFeatures` and
+        :class:`GazetteerFeatures`): the rich presets do.
     """
 
     templates: tuple
     window: int | None
     description: str
+    from_labels: bool = False
 
 
 #: Altun, Johnson & Hofmann (2003), section 4.2: S1 is the current word, S2
@@ -109,10 +119,10 @@ PRESETS = {
     "swvm": Preset(_SWVM, 0, "Ringel, Dror & Reichart's templates (needs a POS column)"),
     "ner": Preset(_NER, 1, "named-entity features: word, case, affixes, shape, POS (needs a "
                            "POS column)"),
-    "ner-rich": Preset(_NER_RICH, 0, "words, affixes, shapes, case and POS in a window of "
-                                     "three (POS if present)"),
-    "chunking-rich": Preset(_CHUNKING_RICH, 0, "chunking in a window of three, affixes, "
-                                               "shapes, word-POS pairs (POS if present)"),
+    "ner-rich": Preset(_NER_RICH, 0, "words, affixes, shapes, case, POS in a window of three, "
+                                     "label dictionary, gazetteer", True),
+    "chunking-rich": Preset(_CHUNKING_RICH, 0, "chunking in a window of three, affixes, shapes, "
+                                               "word-POS pairs, label dictionary", True),
 }
 
 
@@ -122,7 +132,8 @@ PRESETS = {
 CLUSTER_PREFIXES = (4, 6, 10, 20)
 
 
-def feature_set(name, window=1, clusters=None, embeddings=None, **kwargs):
+def feature_set(name, window=1, clusters=None, embeddings=None, label_dictionary="auto",
+                gazetteer="auto", random_state=None, **kwargs):
     """Vectorizer for a feature set of Altun, Johnson & Hofmann (2003).
 
     The sets of section 4.2 of "Investigating Loss Functions and
@@ -175,6 +186,25 @@ def feature_set(name, window=1, clusters=None, embeddings=None, **kwargs):
         standard deviation 0.1).  The result is then a
         :class:`SentenceFeatureUnion` of the vectorizer (``"templates"``)
         and the embeddings (``"embeddings"``).
+    label_dictionary : "auto", bool or LabelDictionaryFeatures, default="auto"
+        Add :class:`LabelDictionaryFeatures`: the labels each (lower-cased)
+        word took in the training data, as features of the word and of its
+        neighbours, cross-fitted on the training sentences.  ``"auto"``:
+        with the presets that have them (:attr:`Preset.from_labels`, the
+        rich ones); True: with any preset; an instance: that one.
+        Measured (``benchmarks/bench_features_accuracy.py``, perceptron,
+        development data): +1.7 F1 on CoNLL-2002 Spanish (esp.testa), +0.15
+        on CoNLL-2000 (1,000 training sentences held out).
+    gazetteer : "auto", bool or GazetteerFeatures, default="auto"
+        Add :class:`GazetteerFeatures`: the training chunks' strings by
+        type, matched in new sentences, cross-fitted likewise; as
+        ``label_dictionary``.  Measured likewise: +0.7 on Spanish alone,
+        +0.07 beside the dictionary on CoNLL-2000.  Both together, on the
+        test files: CoNLL-2000 93.94 -> 94.02 (perceptron), Spanish testb
+        81.53 -> 81.60 (CRF; esp.testa 75.97 -> 76.30).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the cross-fitting folds of the label features (those of
+        instances given as ``label_dictionary`` or ``gazetteer`` are kept).
     **kwargs
         Other parameters of :class:`SequenceVectorizer` (``min_freq``,
         ``hashing``, ``n_features``...).  ``missing_columns`` is ``"drop"``
@@ -184,7 +214,12 @@ def feature_set(name, window=1, clusters=None, embeddings=None, **kwargs):
     Returns
     -------
     vectorizer : SequenceVectorizer or SentenceFeatureUnion
-        Unfitted; a union with ``embeddings``.
+        Unfitted; a union with ``embeddings`` or label features, of the
+        vectorizer (``"templates"``), ``"embeddings"``,
+        ``"label_dictionary"`` and ``"gazetteer"``, in that order.  The
+        label features learn from ``y``: fit the union with the labels (a
+        :class:`~sklearn.pipeline.Pipeline` passes them); fitted without,
+        it leaves them out with a warning.
     """
     if name not in PRESETS:
         raise ValueError(
@@ -201,8 +236,43 @@ def feature_set(name, window=1, clusters=None, embeddings=None, **kwargs):
     # a column the tokens lack are dropped at fit
     kwargs.setdefault("missing_columns", "drop")
     vectorizer = SequenceVectorizer(templates, window=window, clusters=clusters, **kwargs)
-    if embeddings is None:
+    parts = [("templates", vectorizer)]
+    if embeddings is not None:
+        if not isinstance(embeddings, EmbeddingFeatures):
+            embeddings = EmbeddingFeatures(vectors=embeddings)
+        parts.append(("embeddings", embeddings))
+    for key, value, default in (
+            ("label_dictionary", label_dictionary, _label_dictionary),
+            ("gazetteer", gazetteer, _gazetteer)):
+        transformer = _from_labels(key, value, default, preset, random_state)
+        if transformer is not None:
+            parts.append((key, transformer))
+    if len(parts) == 1:
         return vectorizer
-    if not isinstance(embeddings, EmbeddingFeatures):
-        embeddings = EmbeddingFeatures(vectors=embeddings)
-    return SentenceFeatureUnion([("templates", vectorizer), ("embeddings", embeddings)])
+    return SentenceFeatureUnion(parts)
+
+
+def _label_dictionary(random_state):
+    """The label dictionary of the rich presets."""
+    return LabelDictionaryFeatures(("lower",), labels="both", window=1,
+                                   random_state=random_state)
+
+
+def _gazetteer(random_state):
+    """The gazetteer of the rich presets."""
+    return GazetteerFeatures(window=1, random_state=random_state)
+
+
+def _from_labels(key, value, default, preset, random_state):
+    """The transformer of ``label_dictionary=`` or ``gazetteer=``, or None."""
+    kind = type(default(None))
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, str) and value == "auto":
+        return default(random_state) if preset.from_labels else None
+    if isinstance(value, (bool, np.bool_)):
+        return default(random_state) if value else None
+    if value is None:
+        return None
+    raise InputTypeError(f"{key}: expected 'auto', a bool or a {kind.__name__}; got "
+                         f"{describe(value)}")

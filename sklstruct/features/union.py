@@ -1,5 +1,6 @@
 """SentenceFeatureUnion: the per-token features of several sentence
 transformers side by side."""
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -7,6 +8,7 @@ import scipy.sparse as sp
 from sklearn.base import TransformerMixin, _fit_context, clone
 from sklearn.utils import Bunch
 from sklearn.utils.metaestimators import _BaseComposition
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
@@ -20,6 +22,14 @@ def _fit_one(transformer, X, y, fit_transform):
     if fit_transform:
         return transformer, transformer.fit_transform(X, y)
     return transformer.fit(X, y), None
+
+
+def _needs_y(transformer):
+    """Whether the transformer learns from the labels (its tags say so)."""
+    try:
+        return bool(transformer.__sklearn_tags__().target_tags.required)
+    except AttributeError:
+        return False
 
 
 class SentenceFeatureUnion(_SentencesOut, TransformerMixin, _BaseComposition):
@@ -54,6 +64,14 @@ class SentenceFeatureUnion(_SentencesOut, TransformerMixin, _BaseComposition):
     transformer_weights : dict of str to float, default=None
         Multiplies the features of the named transformers (1 for the
         others).
+    unlabeled : {"warn", "skip", "raise"}, default="warn"
+        What :meth:`fit` and :meth:`fit_transform` without ``y`` do with a
+        transformer that learns from the labels
+        (:class:`LabelDictionaryFeatures`, :class:`GazetteerFeatures`:
+        those whose tags say ``target_tags.required``): leave it out of
+        :attr:`transformers_` with a warning, leave it out silently, or
+        raise.  A :class:`~sklearn.pipeline.Pipeline` passes ``y``, so
+        there they are always fitted.
 
     Attributes
     ----------
@@ -61,18 +79,24 @@ class SentenceFeatureUnion(_SentencesOut, TransformerMixin, _BaseComposition):
         The fitted clones (``"drop"`` entries left out).
     named_transformers_ : Bunch
         The same, by name.
+    skipped_ : list of str
+        The transformers left out because they need ``y`` and the union
+        was fitted without it (see ``unlabeled``).
     """
 
     _parameter_constraints = {
         "transformer_list": [list],
         "n_jobs": N_JOBS_CONSTRAINT,
         "transformer_weights": [dict, None],
+        "unlabeled": [StrOptions({"warn", "skip", "raise"})],
     }
 
-    def __init__(self, transformer_list, *, n_jobs=None, transformer_weights=None):
+    def __init__(self, transformer_list, *, n_jobs=None, transformer_weights=None,
+                 unlabeled="warn"):
         self.transformer_list = transformer_list
         self.n_jobs = n_jobs
         self.transformer_weights = transformer_weights
+        self.unlabeled = unlabeled
 
     def get_params(self, deep=True):
         """Parameters of the union and, with ``deep``, of its transformers
@@ -116,6 +140,28 @@ class SentenceFeatureUnion(_SentencesOut, TransformerMixin, _BaseComposition):
                                      f"number; got {describe(w)}")
         return kept
 
+    def _labeled(self, items, y):
+        """``items`` less those that need ``y`` when there is none (see
+        ``unlabeled``), and the names left out."""
+        if y is not None:
+            return items, []
+        needs = [name for name, t in items if _needs_y(t)]
+        if not needs:
+            return items, []
+        if self.unlabeled == "raise":
+            raise ValueError(f"transformers {needs} learn from the labels: fit with y (a "
+                             "list of label sequences), or set unlabeled='skip'")
+        kept = [(name, t) for name, t in items if name not in needs]
+        if not kept:
+            raise ValueError(f"transformer_list: every transformer ({needs}) learns from "
+                             "the labels, and no y was given")
+        if self.unlabeled == "warn":
+            warnings.warn(f"SentenceFeatureUnion fitted without y: transformers {needs} "
+                          "learn from the labels and are left out (fit with y, as a "
+                          "Pipeline does, to have their features)", UserWarning,
+                          stacklevel=4)
+        return kept, needs
+
     def _run(self, items, X, y, fit_transform):
         if len(items) == 1 or self.n_jobs in (None, 1):
             return [_fit_one(clone(t), X, y, fit_transform) for _, t in items]
@@ -147,27 +193,30 @@ class SentenceFeatureUnion(_SentencesOut, TransformerMixin, _BaseComposition):
         -------
         self : SentenceFeatureUnion
         """
-        items = self._checked_list()
+        items, skipped = self._labeled(self._checked_list(), y)
         fitted = self._run(items, self._sentences(X), y, fit_transform=False)
-        self._set_fitted(items, [t for t, _ in fitted])
+        self._set_fitted(items, [t for t, _ in fitted], skipped)
         return self
 
     @publishes
     @_fit_context(prefer_skip_nested_validation=False)
     def fit_transform(self, X, y=None):
         """Fit every transformer on ``X`` and return the union of their
-        features (each transformer's own ``fit_transform``).
+        features (each transformer's own ``fit_transform``: the
+        cross-fitted features of the transformers that learn from ``y``,
+        not ``fit(X, y).transform(X)``).
 
         Returns
         -------
         Xt : StackedSentences
         """
-        items = self._checked_list()
+        items, skipped = self._labeled(self._checked_list(), y)
         fitted = self._run(items, self._sentences(X), y, fit_transform=True)
-        self._set_fitted(items, [t for t, _ in fitted])
+        self._set_fitted(items, [t for t, _ in fitted], skipped)
         return self._union([out for _, out in fitted])
 
-    def _set_fitted(self, items, transformers):
+    def _set_fitted(self, items, transformers, skipped):
+        self.skipped_ = list(skipped)
         self.transformers_ = [(name, t) for (name, _), t in zip(items, transformers)]
         self.named_transformers_ = Bunch(**dict(self.transformers_))
         self._weights = dict(self.transformer_weights or {})

@@ -2,7 +2,8 @@
 templates with its window and a one-line description, and feature_set."""
 import pytest
 
-from sklstruct.features import PRESETS, Preset, SequenceVectorizer, feature_set
+from sklstruct.features import (PRESETS, Preset, SentenceFeatureUnion, SequenceVectorizer,
+                                feature_set)
 
 S2_PLAIN = ["word", "suffix1", "suffix2", "suffix3", "first_lower", "first_upper",
             "first_alnum", "title_dot", "is_upper", "has_hyphen"]
@@ -56,6 +57,12 @@ def test_every_preset_has_a_description_and_builds_its_vectorizer(name):
     assert "\n" not in text and len(f"  {name}: {text}") <= 100
     assert preset.templates and all(isinstance(t, str) for t in preset.templates)
     vec = feature_set(name, window=3, min_freq=2)
+    if preset.from_labels:
+        # the rich presets add the features learned from the labels
+        assert isinstance(vec, SentenceFeatureUnion)
+        assert [n for n, _ in vec.transformer_list] == ["templates", "label_dictionary",
+                                                        "gazetteer"]
+        vec = vec.transformer_list[0][1]
     assert isinstance(vec, SequenceVectorizer) and vec.min_freq == 2
     assert vec.templates == list(preset.templates)
     assert vec.window == (3 if preset.window is None else preset.window)
@@ -67,9 +74,10 @@ def test_presets_serve_plain_words_and_tagged_tokens(name):
     # issue 29, item 4: a preset's POS templates are dropped for word-only tokens
     words = [["Juan", "vive", "en", "Madrid", "."], ["Hola"]]
     tagged = [[(w, "NC") for w in s] for s in words]
-    plain = feature_set(name).fit(words)
+    # (the templates alone: the features learned from labels need y)
+    plain = feature_set(name, label_dictionary=False, gazetteer=False).fit(words)
     assert plain.templates_ and not any("pos" in t for t in plain.templates_)
-    full = feature_set(name).fit(tagged)
+    full = feature_set(name, label_dictionary=False, gazetteer=False).fit(tagged)
     assert any("pos" in t for t in full.templates_)
     assert set(plain.templates_) < set(full.templates_)
     assert plain.transform(words).matrix.shape[0] == 6
