@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import __version__
 from ._registry import TAGGERS
 from .datasets import make_chunking_corpus, read_conll, write_conll
-from .features import PRESETS, SequenceVectorizer, feature_set
+from .features import PRESETS, SentenceFeatureUnion, SequenceVectorizer, feature_set
 from .metrics import SCHEMES, chunk_report, format_conlleval
 from .parsing import F1MaxMarginParser, PCFGParser, parseval, preprocess, read_ptb
 
@@ -204,14 +204,18 @@ def _load(path, argument="MODEL"):
     model, n_columns = saved["model"], saved.get("n_columns")
     tagger_classes = tuple(TAGGERS.values())
     if not (isinstance(model, Pipeline) and len(model.steps) == 2
-            and isinstance(model[0], SequenceVectorizer)
+            and isinstance(model[0], (SequenceVectorizer, SentenceFeatureUnion))
             and isinstance(model[-1], tagger_classes)):
         raise CommandError(f"{not_a_model}: its model is a {type(model).__name__}, not a "
-                           "SequenceVectorizer + sklstruct tagger pipeline")
+                           "SequenceVectorizer (or SentenceFeatureUnion) + sklstruct tagger "
+                           "pipeline")
     if isinstance(n_columns, bool) or not isinstance(n_columns, int) or n_columns < 1:
         raise CommandError(f"{not_a_model}: n_columns={n_columns!r} is not a positive int")
     try:
-        check_is_fitted(model[0], "templates_")
+        # (a rich preset's features are a union of the templates and the
+        # transformers learned from the training labels)
+        check_is_fitted(model[0], "templates_" if isinstance(model[0], SequenceVectorizer)
+                        else "transformers_")
         check_is_fitted(model[-1])
     except NotFittedError:
         raise CommandError(f"model {path!r} is not fitted") from None

@@ -187,7 +187,7 @@ class _Boom:
     (_Boom(), "is not a model.*ZeroDivisionError"),
     ([1, 2], "is not a model.*it holds a list"),
     ({"model": "text", "n_columns": 2}, "its model is a str, not a SequenceVectorizer "
-     "\\+ sklstruct tagger pipeline"),
+     "\\(or SentenceFeatureUnion\\) \\+ sklstruct tagger pipeline"),
     ({"model": make_pipeline(SequenceVectorizer(), Perceptron()), "n_columns": 2},
      "its model is a Pipeline, not"),
     ({"model": make_pipeline(SequenceVectorizer(), TAGGERS["pa"]()), "n_columns": 2},
@@ -445,3 +445,18 @@ def test_parser_commands_fail_clearly(treebank, files, capsys):
         assert exc.value.code == status, (argv, err)
         assert message in err, (argv, err)
         assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("features", ["chunking-rich", "ner-rich"])
+def test_a_rich_preset_model_tags(files, capsys, features):
+    """A rich preset's features are a union (templates, and the label
+    dictionary and gazetteer learned from the training labels): tag and
+    evaluate read such a model (they refused it as not a vectorizer)."""
+    model = files / f"{features}.joblib"
+    assert main(["train", str(files / "train.txt"), "-m", str(model), "--features", features,
+                 "-p", "max_iter=2"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(files / "test.txt"), "--model", str(model)]) == 0
+    assert "FB1:" in capsys.readouterr().out
+    out = files / f"{features}.txt"
+    assert main(["tag", str(model), str(files / "raw.txt"), "-o", str(out), "--nbest", "2"]) == 0
