@@ -8,11 +8,12 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._publish import publishes
 from .._progress import report
+from .._actors import joblib_dask_client, n_workers, resident
 from .._parallel import n_threads
 from .._validation import N_JOBS_CONSTRAINT
 from ..chain import as_stacked
 from ._base import ChainLearner, ChainTagger
-from ._mixing_workers import dask_client, n_workers, shard_runner
+from ._mixing_shard import Shard
 
 
 class ParameterMixingTagger(ChainTagger):
@@ -135,7 +136,7 @@ class ParameterMixingTagger(ChainTagger):
         data = as_stacked(X)
         classes, codes = self._labels(y, data)
         n = len(data)
-        client = dask_client()
+        client = joblib_dask_client()
         n_shards = self.n_shards or (n_workers(client) if client else n_threads(self.n_jobs, n))
         if n_shards > n:
             raise ValueError(f"n_shards={n_shards} is more than the {n} sentences")
@@ -144,7 +145,7 @@ class ParameterMixingTagger(ChainTagger):
         rows = data.offsets[cuts]
         shards = [(clone(self.estimator), data[a:b], codes[r:s], classes)
                   for a, b, r, s in zip(cuts[:-1], cuts[1:], rows[:-1], rows[1:])]
-        with shard_runner(shards, self.n_jobs, client) as runner:
+        with resident(Shard, shards, self.n_jobs, client, type(self).__name__) as runner:
             W, P, history = self._mix(runner, data.n_features, len(classes), n)
         self._set_weights(W, P)
         self.classes_ = classes
@@ -154,8 +155,9 @@ class ParameterMixingTagger(ChainTagger):
         return self
 
     def _mix(self, runner, n_features, n_labels, n_sentences):
-        """The epochs of iterative parameter mixing over the shards of
-        ``runner``, sparse: (W, P, history).
+        """The epochs of iterative parameter mixing over the shards (resident
+        :class:`~sklstruct.learners._mixing_shard.Shard` objects of ``runner``),
+        sparse: (W, P, history).
 
         Every shard starts an epoch from the mixture ``M`` on its rows and
         reports the rows it changed and by how much, ``d_s``; the new
@@ -167,7 +169,7 @@ class ParameterMixingTagger(ChainTagger):
         epoch, kept by the lazy trick of the averaged perceptron:
         ``mean_e M_{e-1} = M_{E-1} - U / E`` with ``U = sum_e e (M_e - M_{e-1})``.
         """
-        columns = runner.columns()
+        columns = runner.call("used_columns")
         single = len(columns) == 1
         averaging = bool(getattr(self.estimator, "average", False))
         M = np.zeros((n_features, n_labels))
@@ -182,7 +184,7 @@ class ParameterMixingTagger(ChainTagger):
                 for cols in columns:
                     local = np.flatnonzero(changed[cols])
                     moves.append((local, M[cols[local]], P_mixed, True))
-            results = runner.epoch(moves)
+            results = runner.call("epoch", moves)
             records = [r[0] for r in results]
             mu = self._mixing_weights(records)
             if not single and epoch < self.max_iter:
@@ -210,7 +212,7 @@ class ParameterMixingTagger(ChainTagger):
         A = M if U is None else M - U / self.max_iter
         W = A.copy()
         P = 0.0
-        for m, (cols, W_s, P_s) in zip(mu, runner.averaged()):
+        for m, (cols, W_s, P_s) in zip(mu, runner.call("averaged")):
             W[cols] += m * (W_s - A[cols])
             P = P + m * P_s
         return W, P, history

@@ -153,14 +153,14 @@ def test_a_worker_lost_mid_fit_fails_the_fit_clearly(corpus, monkeypatch):
 
     import distributed
 
-    from sklstruct.learners import _mixing_workers
+    from sklstruct import _actors
 
     X, y, _, _ = corpus
-    epoch, calls = _mixing_workers.DaskShards.epoch, []
+    call, calls = _actors.DaskActors.call, []
 
-    def epoch_killing_a_worker(self, moves):
-        calls.append(1)
-        if len(calls) == 2:
+    def call_killing_a_worker(self, method, args=None):
+        calls.append(method)
+        if calls.count("epoch") == 2:
             worker = sorted(self.client.scheduler_info()["workers"])[0]
             with pytest.raises(Exception):          # (the worker dies answering)
                 self.client.run(os._exit, 1, workers=[worker])
@@ -168,9 +168,9 @@ def test_a_worker_lost_mid_fit_fails_the_fit_clearly(corpus, monkeypatch):
                 if any(f.status != "finished" for f in self.futures):
                     break
                 time.sleep(0.1)
-        return epoch(self, moves)
+        return call(self, method, args)
 
-    monkeypatch.setattr(_mixing_workers.DaskShards, "epoch", epoch_killing_a_worker)
+    monkeypatch.setattr(_actors.DaskActors, "call", call_killing_a_worker)
     model = ParameterMixingTagger(PassiveAggressiveTagger(random_state=0), n_shards=2,
                                   max_iter=4)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -178,7 +178,7 @@ def test_a_worker_lost_mid_fit_fails_the_fit_clearly(corpus, monkeypatch):
             distributed.Client(cluster):
         with parallel_config(backend="dask"), pytest.raises(RuntimeError, match="lost"):
             model.fit(X, y)
-    assert len(calls) == 2 and not hasattr(model, "coef_")
+    assert calls.count("epoch") == 2 and not hasattr(model, "coef_")
 
 
 def test_one_shard_per_worker_or_thread(corpus):
