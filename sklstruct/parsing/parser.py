@@ -19,12 +19,14 @@ from joblib import Parallel, delayed
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._actors import joblib_dask_client, n_workers, resident
 from .._publish import publishes
 from .._parallel import n_threads
 from .._validation import N_JOBS_CONSTRAINT
 from ..qp import CuttingPlane
 from .base import BaseParser
 from .model import FEATURE_SETS, LOSSES, JointFeatureMap
+from ._tree_parts import PartedTrees, TrainingTrees, TreePart, tree_parts
 from .pcfg import PCFGParser
 
 
@@ -156,9 +158,13 @@ class F1MaxMarginParser(JointFeatureMap, BaseParser):
         Threads for the per-sentence loss-augmented inference (the kernel
         releases the GIL); joblib semantics (None: 1 unless in a
         ``joblib.parallel_config(n_jobs=...)`` context; -1: all CPUs), at
-        most the number of CPUs and of sentences.  Always threads: a
-        process-based joblib backend set by ``joblib.parallel_config`` is
-        not used (the work shares the model's memory).
+        most the number of CPUs and of sentences.  Threads, except inside
+        ``joblib.parallel_config(backend="dask")``: there the training
+        trees are cut into one part per Dask worker, each part's features
+        built on its worker and kept there for the whole fit, and every
+        inference pass runs on the workers (the weights go out, each
+        sentence's Psi difference, loss and violation come back; the same
+        model as in threads).  Another process-based backend is not used.
     verbose : int, default=0
         Print one line per iteration: violated constraints, working-set
         size, dual objective, primal upper bound, elapsed time.
@@ -335,11 +341,19 @@ class F1MaxMarginParser(JointFeatureMap, BaseParser):
             self.pcfg_ = PCFGParser._from_grammar(self, prepared)
         feats, spans = self._fit_feature_map(prepared)
         w0 = self.coef_.copy()
-        data = self._training_data(prepared["tokens"], prepared["gold"], feats, spans)
-        parallel = Parallel(n_jobs=n_threads(self.n_jobs, n), require="sharedmem")
         solver = CuttingPlane(self.C, solver=self.solver, max_iter=self.max_iter, tol=self.tol,
                               qp_tol=self.qp_tol, verbose=self.verbose, name="F1MaxMarginParser")
-        solver.fit(_TrainingTrees(self, data, parallel), n, w0, start=tic)
+        client = joblib_dask_client()
+        if client is None:
+            data = self._training_data(prepared["tokens"], prepared["gold"], feats, spans)
+            parallel = Parallel(n_jobs=n_threads(self.n_jobs, n), require="sharedmem")
+            solver.fit(TrainingTrees(self, data, parallel), n, w0, start=tic)
+        else:
+            # the inference passes on the workers, one part of the trees on each
+            parts = tree_parts(n, n_workers(client), self, prepared["tokens"],
+                               prepared["gold"], feats, spans)
+            with resident(TreePart, parts, None, client, type(self).__name__) as actors:
+                solver.fit(PartedTrees(actors), n, w0, start=tic)
         self.coef_ = solver.w_
         self._set_views()
         self.history_ = solver.history_
@@ -354,28 +368,3 @@ class F1MaxMarginParser(JointFeatureMap, BaseParser):
         gold_scores = data["psi_stack"] @ self.coef_      # one product for all sentences
         return parallel(delayed(self._most_violated)(i, data, scores, float(gold_scores[i]))
                         for i in range(len(data["gold"])))
-
-
-class _TrainingTrees:
-    """The training trees of an :class:`F1MaxMarginParser` as the oracle of
-    :class:`~sklstruct.qp.CuttingPlane`: an output ``y`` is the pair (Psi of
-    the most violating tree, its Delta)."""
-
-    def __init__(self, parser, data, parallel):
-        self.parser = parser
-        self.data = data
-        self.parallel = parallel
-
-    def most_violated(self, w):
-        """Loss-augmented inference (eq. 3) on every sentence at ``w``."""
-        parser = self.parser
-        parser.coef_ = w
-        parser._set_views()
-        return [(None if psi is None else (psi, delta), value)
-                for _, value, psi, delta in parser._violators(self.data, self.parallel)]
-
-    def loss(self, i, y):
-        return y[1]
-
-    def feature_difference(self, i, y):
-        return self.data["psi"][i] - y[0]

@@ -685,3 +685,20 @@ def test_trained_on_one_word_trees_it_parses_a_longer_sentence():
     parser = F1MaxMarginParser(C=10, max_iter=3).fit([t.leaves() for t in trees], trees)
     (tree,) = parser.predict([["dog", "run", "cat"]])
     assert tree.leaves() == ["dog", "run", "cat"] and tree.label == "S"
+
+
+def test_a_dask_cluster_gives_the_same_model():
+    """Inside parallel_config(backend="dask") the training trees are parts
+    resident on the workers and the inference passes run there: the model
+    of the threads, bit for bit."""
+    import distributed
+    from joblib import parallel_config
+
+    X, trees = toy()
+    a = F1MaxMarginParser(C=10, max_iter=5).fit(X, trees)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster), parallel_config(backend="dask"):
+        b = F1MaxMarginParser(C=10, max_iter=5).fit(X, trees)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert [h["violated"] for h in a.history_] == [h["violated"] for h in b.history_]
