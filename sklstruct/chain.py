@@ -97,21 +97,36 @@ class StackedSentences(Sequence):
         self._set(matrix, offsets, keys)
 
     def _set(self, matrix, offsets, keys=None):
-        for a in (matrix.indptr, matrix.indices, matrix.data, offsets, keys):
-            if a is not None:
-                a.flags.writeable = False
+        for a in (matrix.indptr, matrix.indices, matrix.data, offsets):
+            a.flags.writeable = False
         self.matrix = matrix
         self.offsets = offsets
-        self.keys = keys
+        self._key_source = keys if callable(keys) else _read_only(keys)
         self._data = None
         self._allowed = None
 
     @classmethod
     def _trusted(cls, matrix, offsets, keys=None):
-        """Build from a canonical CSR float64 matrix, offsets and keys known valid."""
+        """Build from a canonical CSR float64 matrix, offsets and keys known
+        valid; ``keys`` may also be a function that returns them (or None),
+        called when they are first read."""
         self = cls.__new__(cls)
         self._set(matrix, offsets, keys)
         return self
+
+    @property
+    def keys(self):
+        """The word key of each token (int64, read-only), or None.
+
+        Computed when first read, when the maker deferred them: only a tag
+        dictionary reads them, and keying every word cost a tenth of a
+        prediction that never does.  (Two threads reading them at once both
+        compute the same array.)
+        """
+        keys = self._key_source
+        if callable(keys):
+            keys = self._key_source = _read_only(keys())
+        return keys
 
     def _keys(self, rows):
         """The keys of ``rows`` (a slice or row indices), or None."""
@@ -144,7 +159,7 @@ class StackedSentences(Sequence):
         decoding: token ``r`` may take only the labels
         ``alab[aptr[r]:aptr[r + 1]]`` (``allowed = (aptr, alab)``; see
         :class:`sklstruct._chain.ChainData`).  Indexing drops it."""
-        new = self._trusted(self.matrix, self.offsets, self.keys)
+        new = self._trusted(self.matrix, self.offsets, self._key_source)
         new._allowed = allowed
         return new
 
@@ -220,6 +235,12 @@ class StackedSentences(Sequence):
 
     def __setstate__(self, state):
         self._set(state["matrix"], state["offsets"], state["keys"])
+
+
+def _read_only(array):
+    if array is not None:
+        array.flags.writeable = False
+    return array
 
 
 def as_stacked(X, n_features=None, name="X"):

@@ -31,6 +31,9 @@ each distinct name of a test set up among the vocabulary's names instead
 (hundreds of thousands; a cache miss or more per name, then comparing its
 bytes) cost three times the rest of transform on CoNLL-2000.
 
+When every instance has its lookup (the usual transform), the tokens are
+featurized in chunks, instance after instance (``_fitted_run.pxi``).
+
 Without such a lookup (hashing, ``fit``'s counting, and an instance whose
 key space would pass 2**62) each instance keeps, per block of sentences, a
 cache from key to column: a plain array when the key space is small, an
@@ -465,6 +468,8 @@ cdef class Program:
             if lookups is not None and lookups[i] is not None:
                 lookup = lookups[i]
                 self.lookups[i] = &lookup.c
+            elif self.sorted_rows:
+                raise ValueError("an order of the instances needs every instance's lookup")
         self.max_atoms = 0
         for i in range(self.n_inst):
             self.max_atoms = max(self.max_atoms, inst_atoms[i + 1] - inst_atoms[i])
@@ -769,14 +774,7 @@ cdef int64_t _run(Program prog, int64_t s0, int64_t s1, int mode, NameTable tabl
                         m += 1
                 if failed:
                     break
-                if mode != MODE_COUNT and prog.sorted_rows:
-                    # already sorted and distinct (see Program)
-                    for q in range(m):
-                        indices[nnz] = row[q]
-                        data[nnz] = 1.0
-                        nnz += 1
-                    indptr[t - prog.starts[s0] + 1] = nnz
-                elif mode != MODE_COUNT:
+                if mode != MODE_COUNT:
                     # sorted columns; hashed collisions add up
                     if m > 64:
                         qsort(row, m, sizeof(int32_t), _compare_int32)
@@ -805,6 +803,10 @@ cdef int64_t _run(Program prog, int64_t s0, int64_t s1, int mode, NameTable tabl
     return -1 if failed else nnz
 
 
+# the loop of a fitted vocabulary whose instances all have their lookups
+include "_fitted_run.pxi"
+
+
 def featurize(Program prog, Py_ssize_t s0, Py_ssize_t s1, NameTable table, int64_t n_features):
     """CSR rows of the tokens of sentences ``s0 .. s1``: ``(indptr, indices,
     data)``, the columns from the vocabulary ``table`` or, when it is None,
@@ -824,8 +826,11 @@ def featurize(Program prog, Py_ssize_t s0, Py_ssize_t s1, NameTable table, int64
     if n_features < 1:
         raise ValueError("n_features must be positive")
     with nogil:
-        nnz = _run(prog, s0, s1, mode, table, n_features, &ip[0], &ix[0], &dt[0],
-                   NULL, NULL, NULL)
+        if mode == MODE_VOCAB and prog.sorted_rows:
+            nnz = _run_fitted(prog, s0, s1, &ip[0], &ix[0], &dt[0])
+        else:
+            nnz = _run(prog, s0, s1, mode, table, n_features, &ip[0], &ix[0], &dt[0],
+                       NULL, NULL, NULL)
     if nnz < 0:
         raise MemoryError("out of memory featurizing")
     return indptr, indices[:nnz], data[:nnz]

@@ -330,7 +330,8 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         # collisions): say so rather than have scipy check it again
         matrix.has_canonical_format = True
         # one stacked matrix: the taggers read it as it is (no cut and re-stack)
-        return StackedSentences._trusted(matrix, offsets, corpus.word_keys())
+        # (the word keys, which only a tag dictionary reads, when first read)
+        return StackedSentences._trusted(matrix, offsets, corpus.deferred_word_keys())
 
     @reads_model
     def transform(self, X):

@@ -259,6 +259,18 @@ class _Corpus:
             return None
         return _word_keys_of(words, _WORD_KEYS, _word_key)[codes]
 
+    def deferred_word_keys(self):
+        """:meth:`word_keys` as a function to call when they are read
+        (:attr:`sklstruct.chain.StackedSentences.keys`), holding the word
+        column's codes and distinct words only; computed now (the function
+        returns them) when the templates did not read the word column."""
+        column = self._columns.get("word")
+        if column is None:
+            keys = self.word_keys()
+            return lambda: keys
+        codes, words = column
+        return lambda: _word_keys_of(words, _WORD_KEYS, _word_key)[codes]
+
     def _raise_column_error(self, get, column):
         for i, token in enumerate(self.flat):
             try:

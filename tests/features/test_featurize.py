@@ -237,3 +237,49 @@ def test_huge_token():
     tpl = ["word[-1]|word", "suffix3", "shape"]
     _check(X, X, tpl, 0, "symbol", False, 1)
     _check(X, X, tpl, 0, "symbol", True, 1)
+
+
+@pytest.mark.parametrize("boundary", ["symbol", "skip"])
+def test_fitted_chunks(boundary):
+    """The fitted loop goes in chunks of whole sentences: a sentence longer
+    than a chunk, and many short ones across chunk ends, give the oracle's
+    rows (values unseen at fit, flags and offsets beyond the sentence too)."""
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(400)] + ["The", "U.S.", "a|b"]
+
+    def sentence(n):
+        return [(str(rng.choice(words)), str(rng.choice(["NN", "VB", "DT|x", "NNP"])))
+                for _ in range(n)]
+    X_fit = [sentence(int(rng.integers(1, 40))) for _ in range(300)]
+    X = [sentence(int(rng.integers(1, 12))) for _ in range(400)]
+    X.insert(150, sentence(3000))
+    X.append(sentence(1))
+    tpl = ["bias", "word", "pos[-1]|pos|pos[+1]", "word[-1]|word", "is_title[+1]|pos",
+           "is_first", "suffix2[-2]"]
+    _check(X_fit, X, tpl, 2, boundary, False, 1)
+    _check(X_fit, X, tpl, 2, boundary, False, 1, n_jobs=2)
+    # (every instance has its lookup: the fitted loop is the one checked)
+    vec = SequenceVectorizer(tpl, window=2, boundary=boundary).fit(X_fit)
+    assert vec._compiled_vocabulary()[1].order is not None
+
+
+@pytest.mark.parametrize("tpl", [["word", "pos"], ["pos"]])
+def test_word_keys_when_read(tpl):
+    """transform defers the word keys until they are read (only a tag
+    dictionary reads them): the same keys whenever read, read-only, through
+    pickling and the tag dictionary's restriction, with or without templates
+    that read the word column."""
+    from sklstruct.features._tokens import _Corpus
+    X = [[("The", "DT"), ("U.S.", "NNP")], [("a|b", "NN")], [("The", "DT")]]
+    vec = SequenceVectorizer(tpl).fit(X)
+    expected = _Corpus(X).word_keys()
+    Z = vec.transform(X)
+    pickled = pickle.loads(pickle.dumps(vec.transform(X)))  # (before any read)
+    restricted = vec.transform(X)._restricted(None)
+    for keys in (Z.keys, Z.keys, pickled.keys, restricted.keys, Z[[2, 0]].keys):
+        assert keys.dtype == np.int64 and not keys.flags.writeable
+    np.testing.assert_array_equal(Z.keys, expected)
+    np.testing.assert_array_equal(pickled.keys, expected)
+    np.testing.assert_array_equal(restricted.keys, expected)
+    np.testing.assert_array_equal(Z[[2, 0]].keys, expected[[3, 0, 1]])
+    assert expected[0] == expected[3]
