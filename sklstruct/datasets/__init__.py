@@ -8,7 +8,8 @@ that layout:
 
 * :func:`read_conll` / :func:`write_conll` read and write the column format
   of the CoNLL shared tasks (one token per line, blank line between
-  sentences).
+  sentences); :func:`read_conll_bag` reads such files into Dask bags, on
+  the workers.
 * :func:`load_conll2000`, :func:`load_conll2002_esp` and
   :func:`load_treebank` read local copies of the CoNLL-2000 chunking corpus,
   the CoNLL-2002 Spanish NER corpus and the Penn Treebank sample.  These are
@@ -22,6 +23,7 @@ that layout:
 """
 from ._chunk_grammar import make_chunking_corpus
 from ._conll import read_conll, write_conll
+from ._conll_bag import read_conll_bag
 from ._loaders import get_data_home, load_conll2000, load_conll2002_esp, load_treebank
 
 __all__ = [
@@ -31,5 +33,6 @@ __all__ = [
     "load_treebank",
     "make_chunking_corpus",
     "read_conll",
+    "read_conll_bag",
     "write_conll",
 ]

@@ -60,22 +60,22 @@ def _normalize_target(target_column, n_columns, where):
     return target_column % n_columns
 
 
-def _decoded(lines, name, encoding):
+def _decoded(lines, name, encoding, first_line=1):
     """Decode binary lines one by one, reporting the line of a failure."""
-    for lineno, line in enumerate(lines, 1):
+    for lineno, line in enumerate(lines, first_line):
         try:
             yield line.decode(encoding)
         except UnicodeDecodeError as exc:
             raise decode_error(name, encoding, lineno, exc, _LATIN1_HINT) from None
 
 
-def _text_lines(lines, name, encoding):
+def _text_lines(lines, name, encoding, first_line=1):
     """``lines`` (str, or bytes decoded with ``encoding``) without the byte-order
     mark an editor may put at the start of a UTF-8 file."""
     lines = iter(lines)
     first = next(lines, "")
     if isinstance(first, bytes):
-        lines = _decoded(itertools.chain([first], lines), name, encoding)
+        lines = _decoded(itertools.chain([first], lines), name, encoding, first_line)
         first = next(lines, "")
     if first.startswith(_BOM):
         first = first[len(_BOM):]
@@ -96,15 +96,19 @@ def _fields(line, sep):
     return [field.strip(_BLANKS) for field in line.split(sep)]
 
 
-def _parse_lines(lines, name, target_column, encoding, sep, n_columns, docstarts=None):
-    """Core of :func:`read_conll`; ``lines`` is any iterable of str lines."""
+def _parse_lines(lines, name, target_column, encoding, sep, n_columns, docstarts=None,
+                 first_line=1, allow_empty=False):
+    """Core of :func:`read_conll`; ``lines`` is any iterable of str lines,
+    the first of them line ``first_line`` of the file (for messages).  A
+    part of a file (:func:`sklstruct.datasets.read_conll_bag`) may hold no
+    sentence (``allow_empty``)."""
     X, y = [], []
     tokens, labels = [], []
     target = None
     if n_columns is not None:
         target = _normalize_target(target_column, n_columns, name)
-    lineno = 0
-    for lineno, line in enumerate(_text_lines(lines, name, encoding), 1):
+    lineno = first_line - 1
+    for lineno, line in enumerate(_text_lines(lines, name, encoding, first_line), first_line):
         line = line.rstrip("\r\n")
         if "\r" in line:
             # CR-only line ends (old Mac files) read as one line of hundreds of columns
@@ -136,9 +140,21 @@ def _parse_lines(lines, name, target_column, encoding, sep, n_columns, docstarts
     if tokens:
         X.append(tokens)
         y.append(labels)
-    if not X:
+    if not X and not allow_empty:
         raise ValueError(f"{name}: no sentences ({lineno} line(s), none with tokens).")
     return X, (None if target_column is None else y)
+
+
+def _check_options(target_column, sep, n_columns):
+    """Raise ValueError on a reading option of the wrong type or range."""
+    if target_column is not None and not _is_int(target_column):
+        raise ValueError(
+            f"target_column must be an int or None, got {target_column!r}."
+        )
+    if n_columns is not None and not (_is_int(n_columns) and n_columns >= 1):
+        raise ValueError(f"n_columns must be a positive int or None, got {n_columns!r}.")
+    if sep is not None and (not isinstance(sep, str) or sep == ""):
+        raise ValueError(f"sep must be None or a non-empty string, got {sep!r}.")
 
 
 def read_conll(path, target_column=-1, encoding="utf-8", sep=None, n_columns=None, *,
@@ -216,14 +232,7 @@ def read_conll(path, target_column=-1, encoding="utf-8", sep=None, n_columns=Non
     >>> y
     [['B-NP', 'B-VP'], ['O']]
     """
-    if target_column is not None and not _is_int(target_column):
-        raise ValueError(
-            f"target_column must be an int or None, got {target_column!r}."
-        )
-    if n_columns is not None and not (_is_int(n_columns) and n_columns >= 1):
-        raise ValueError(f"n_columns must be a positive int or None, got {n_columns!r}.")
-    if sep is not None and (not isinstance(sep, str) or sep == ""):
-        raise ValueError(f"sep must be None or a non-empty string, got {sep!r}.")
+    _check_options(target_column, sep, n_columns)
 
     if hasattr(path, "read"):
         name = _file_label(path)

@@ -8,8 +8,8 @@ marginals (:mod:`sklstruct._forward_backward`, :mod:`sklstruct._conditioned`),
 ``d = log Z - s(gold)`` (so P(gold | x) = exp(-d)) and, per token,
 ``e_t = log Z - log Z_t`` (P(gold_t | x) = exp(-e_t)).  With ``grad``, the
 sentence adds to the gradient's chain blocks and writes its tokens' emission
-coefficients (the gradient's emission block is then X^T times them, one
-sparse product in the caller):
+coefficients (the gradient's emission block is then X^T times them:
+:func:`emission_gradient`, in threads over features):
 
     node_w[s] * E[F | x] - gold_w[s] * F(x, gold) + sum_t cond_c[t] E[F | x, y_t = gold_t]
 
@@ -188,23 +188,42 @@ def crf_pass(ChainData data, const int[::1] y, const double[::1] W, const double
     free(E)
 
 
-def emission_gradient(ChainData data, const double[:, ::1] node, double[:, ::1] out):
-    """out = X^T node (F, L) for the stacked corpus X, into a buffer the
-    caller keeps: scipy's product allocates its dense (F, L) result on every
-    call, tens of MB whose page faults cost as much as the product (GIL
-    released; one thread, so the order of the sums is fixed)."""
-    cdef Py_ssize_t r, j, l, L = out.shape[1], n_rows = data.c.offsets[data.c.n_sentences]
+def emission_gradient(ChainData data, const double[:, ::1] node, Py_ssize_t f0,
+                      Py_ssize_t f1, double[:, ::1] G):
+    """Rows f0 <= f < f1 of G = X^T node (F, L), the gradient's emission
+    block, for the stacked corpus X (GIL released).
+
+    One call computes whole rows of G, each summed over X's rows in
+    ascending order: any split of the features over threads gives the
+    same bits.  Each call reads all of X's rows but only its columns'
+    entries (a row's column indices are sorted, so they are one run).
+    Measured on CoNLL-2000, this scatter by rows ran about 2x faster than
+    the same product gathered by columns from a transposed copy (whose
+    random reads of ``node`` did not overlap as these writes do).
+    """
+    cdef Py_ssize_t r, j, j0, j1, l, L = G.shape[1], n_rows = data.c.offsets[data.c.n_sentences]
     cdef double v
     cdef const double* row
     cdef double* g
-    if out.shape[0] == 0 or L == 0:
+    cdef const int* idx = data.c.indices
+    if not 0 <= f0 <= f1 <= G.shape[0] or G.shape[0] != data.n_features:
+        raise ValueError("emission_gradient: G must have a row per feature; f0:f1 within")
+    if node.shape[0] != n_rows or node.shape[1] != L:
+        raise ValueError("emission_gradient: node must have a row per token, G's columns")
+    if f1 == f0 or L == 0:
         return
     with nogil:
-        memset(&out[0, 0], 0, out.shape[0] * L * sizeof(double))
+        memset(&G[f0, 0], 0, (f1 - f0) * L * sizeof(double))
         for r in range(n_rows):
+            j0, j1 = data.c.indptr[r], data.c.indptr[r + 1]
+            # the row's entries with f0 <= column < f1: a contiguous run
+            while j0 < j1 and idx[j0] < f0:
+                j0 += 1
             row = &node[r, 0]
-            for j in range(data.c.indptr[r], data.c.indptr[r + 1]):
+            for j in range(j0, j1):
+                if idx[j] >= f1:
+                    break
                 v = data.c.data[j]
-                g = &out[data.c.indices[j], 0]
+                g = &G[idx[j], 0]
                 for l in range(L):
                     g[l] += v * row[l]

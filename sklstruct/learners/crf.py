@@ -4,7 +4,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -13,10 +12,11 @@ from .._publish import publishes
 from .._progress import report
 from .._validation import MAX_C, N_JOBS_CONSTRAINT
 from ..chain import as_stacked, pack_chain
+from .._dask import is_bag
 from ..optimize import lbfgs
 from ._base import ChainTagger
-from ._crf import BLOCK, CRFGradient, crf_pass, emission_gradient
 from ._crf_losses import LOSSES
+from ._crf_shard import CRFShard, seen_states
 
 
 class CRFTagger(ChainTagger):
@@ -132,82 +132,62 @@ class CRFTagger(ChainTagger):
         self.warm_start = warm_start
 
     # -- the objective ----------------------------------------------------------------
-    def _objective(self, theta, ctx):
+    def _objective(self, theta, shards, meta):
         """(value, gradient) of the objective at theta: the emission weights
-        (all of W (F, L) raveled, or those at ``ctx["states"]``, flat indices
-        into it), then P raveled."""
-        data, codes, L = ctx["data"], ctx["codes"], ctx["L"]
-        states, n_w = ctx["states"], ctx["n_w"]
-        if states is None:
-            W = theta[:n_w]
-        else:
-            W = ctx["W"]                               # the other entries stay 0
-            W[states] = theta[:n_w]
-        P = theta[n_w:].reshape(-1, L)
-        c, n_sent, n_tok = ctx["chain_data"], len(data), codes.shape[0]
+        (all of W (F, L) raveled, or those of the observed states), then P
+        raveled.  ``shards`` computes the values and the loss's gradient over
+        the training sentences (a :class:`._crf_shard.CRFShard`, or the
+        partitions of Dask bags); ``meta`` has their count, ``lengths`` and
+        ``offsets``, from which the loss weighs them."""
         C, loss = float(self.C), LOSSES[self.loss]
-        sent_val = np.empty(n_sent)
-        # per-token values only for the pointwise losses (they need the log-space path)
-        tok_val = np.empty(n_tok) if loss.pointwise else None
-        v = tok_val if loss.pointwise else sent_val
-        chain = np.zeros((-(-n_sent // BLOCK),) + P.shape)
         reg = 0.5 * float(theta @ theta)
-
-        def run(grad=None):
-            self._run(lambda a, b: crf_pass(c, codes, W, P, a, b, sent_val, tok_val, grad),
-                      ctx["ranges"])
-
         if loss.values_first:               # values first, then the gradient with their weights
-            run()
+            v = shards.values(theta, loss.pointwise)
             value, scale = loss.value(v, C, reg)
-            run(CRFGradient(*loss.weights(C, data, v, reg), ctx["node"], chain))
+            _, grad = shards.values(theta, loss.pointwise, loss.weights(C, meta, v, reg))
         else:
-            run(CRFGradient(*loss.weights(C, data), ctx["node"], chain))
+            v, grad = shards.values(theta, loss.pointwise, loss.weights(C, meta))
             value, scale = loss.value(v, C, reg)
-        grad = np.empty_like(theta)
-        # X^T node, dense (a product restricted to the stored pairs, in
-        # Cython, measured slower than the dense one and a gather: its
-        # scattered writes do not vectorise)
-        emission_gradient(c, ctx["node"], ctx["G"])
-        grad[:n_w] = ctx["G"].reshape(-1) if states is None else ctx["G"].reshape(-1)[states]
-        grad[n_w:] = chain.sum(axis=0).ravel()
         grad += scale * theta
         return value, grad
 
-    def _context(self, data, codes, L, W_warm=None):
-        """What the objective needs besides theta.  Without
-        ``all_possible_states`` the emission weights are those of the
-        (feature, label) pairs of the training tokens (and, warm, the
-        nonzero ones of ``W_warm``): ``states``, sorted flat indices into
-        W (F, L).  The buffers of the token coefficients (``node``) and of
-        the emission gradient (``G``) are kept across evaluations: fresh
-        arrays of 10-100 MB each time cost page faults."""
-        F = data.n_features
-        ctx = {"data": data, "codes": codes, "F": F, "L": L, "chain_data": data.chain_data(),
-               "ranges": self._blocks(BLOCK, len(data)), "states": None, "n_w": F * L,
-               "node": np.empty((codes.shape[0], L)), "G": np.empty((F, L))}
+    def _n_chain(self, L):
+        return L + 2 + (L * L if self.order == 2 else 0)
+
+    def _states(self, seen, W_warm=None):
+        """The emission weights learned: None (all, ``all_possible_states``)
+        or sorted flat indices into W (F, L): the (feature, label) pairs
+        ``seen`` in training and, warm, the nonzero ones of ``W_warm``."""
+        if self.all_possible_states:
+            return None
+        if W_warm is not None:
+            seen = np.union1d(seen, np.flatnonzero(W_warm))
+        return np.unique(seen)
+
+    def _local_problem(self, X, y, warm):
+        """(shards, meta, classes, n_features, states) of a fit on lists."""
+        if warm:
+            data = as_stacked(X, self.n_features_in_)
+            codes = self._encode(y, data, self.classes_)
+            classes = self.classes_
+        else:
+            data = as_stacked(X)
+            classes, codes = self._labels(y, data)
+        L = len(classes)
+        states = None
         if not self.all_possible_states:
-            n_tok = codes.shape[0]
-            labels = sp.csr_matrix((np.ones(n_tok), codes, np.arange(n_tok + 1)),
-                                   shape=(n_tok, L))
-            seen = sp.csr_matrix(abs(data.matrix).T @ labels)   # > 0 exactly where seen
-            seen.eliminate_zeros()
-            seen = seen.tocoo()
-            states = seen.row.astype(np.int64) * L + seen.col
-            if W_warm is not None:
-                states = np.union1d(states, np.flatnonzero(W_warm))
-            states = np.unique(states)
-            ctx.update(states=states, n_w=len(states), W=np.zeros(F * L))
-        return ctx
+            states = self._states(seen_states(data, codes, L), self.coef_.T if warm else None)
+        shard = CRFShard(data, codes, L, self._n_chain(L), states, n_jobs=self.n_jobs)
+        return shard, data, classes, data.n_features, states
 
     @staticmethod
-    def _full_theta(theta, ctx):
+    def _full_theta(theta, n_features, n_labels, states):
         """theta in the layout [W (F, L) raveled, P raveled]."""
-        if ctx["states"] is None:
+        if states is None:
             return theta
-        W = np.zeros(ctx["F"] * ctx["L"])
-        W[ctx["states"]] = theta[:ctx["n_w"]]
-        return np.concatenate([W, theta[ctx["n_w"]:]])
+        W = np.zeros(n_features * n_labels)
+        W[states] = theta[:len(states)]
+        return np.concatenate([W, theta[len(states):]])
 
     # -- fitting --------------------------------------------------------------------------
     @publishes
@@ -229,28 +209,34 @@ class CRFTagger(ChainTagger):
         if warm and fitted != self.order:
             raise ValueError(f"order: cannot change order from {fitted} to {self.order} when "
                              "continuing training; refit")
-        if warm:
-            data = as_stacked(X, self.n_features_in_)
-            codes = self._encode(y, data, self.classes_)
-            classes = self.classes_
+        if is_bag(X) or is_bag(y):
+            from ._crf_dask import bag_problem       # dask is optional: imported when used
+            shards, meta, classes, F, states = bag_problem(self, X, y, warm)
         else:
-            data = as_stacked(X)
-            classes, codes = self._labels(y, data)
-        F, L = data.n_features, len(classes)
-        ctx = self._context(data, codes, L, self.coef_.T if warm else None)
-        n_w, states = ctx["n_w"], ctx["states"]
+            shards, meta, classes, F, states = self._local_problem(X, y, warm)
+        try:
+            return self._minimise(shards, meta, classes, F, states, warm)
+        finally:
+            if hasattr(shards, "close"):
+                shards.close()
+
+    def _minimise(self, shards, meta, classes, F, states, warm):
+        """L-BFGS from zero (or, warm, the current weights) on the objective
+        over ``shards``; publishes the result."""
+        L = len(classes)
+        n_w = F * L if states is None else len(states)
         if warm:
             W0 = self.coef_.T.reshape(-1)
             theta0 = np.concatenate([W0 if states is None else W0[states],
                                      pack_chain(self.transition_coef_, self.start_coef_,
                                                 self.end_coef_, self.trigram_coef_).ravel()])
         else:
-            theta0 = np.zeros(n_w + (L + 2 + (L * L if self.order == 2 else 0)) * L)
+            theta0 = np.zeros(n_w + self._n_chain(L) * L)
         history, tic = [], time.perf_counter()
         last = {}
 
         def fun(theta):
-            value, grad = self._objective(theta, ctx)
+            value, grad = self._objective(theta, shards, meta)
             if not (np.isfinite(value) and np.isfinite(grad).all()):
                 raise ValueError("the objective or its gradient is not finite; scale the "
                                  "features down or lower C")
@@ -272,7 +258,7 @@ class CRFTagger(ChainTagger):
                     else "the line search failed: scale the features (or C) down")
             warnings.warn(f"L-BFGS stopped after {result.nit} iterations without converging "
                           f"({result.message}); {hint}", ConvergenceWarning)
-        self._set_theta(self._full_theta(result.x, ctx), classes, F)
+        self._set_theta(self._full_theta(result.x, F, L, states), classes, F)
         self.n_iter_ = int(result.nit)
         self.objective_ = float(result.fun)
         self.history_ = history

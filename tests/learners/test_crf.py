@@ -19,11 +19,10 @@ LOSSES = ["log", "exp", "pointwise_log", "pointwise_exp"]
 
 
 def objective_parts(model, X, y):
-    data = as_stacked(X)
-    classes, codes = np.unique(np.concatenate(y), return_inverse=True)
-    L = len(classes)
-    ctx = model._context(data, codes.astype(np.int32), L)
-    return ctx, ctx["n_w"] + (L + 2 + (L * L if model.order == 2 else 0)) * L
+    """((shard, meta), length of theta) of the objective of a fit on X, y:
+    ``model._objective(theta, *ctx)``."""
+    shard, meta, _, _, _ = model._local_problem(X, y, False)
+    return (shard, meta), shard.n_theta
 
 
 def reference_loss(theta, X, y, loss, C, F, L):
@@ -58,15 +57,16 @@ def test_objective_and_gradient(loss, all_possible_states, order):
          for x, t in zip(X, y)]
     model = CRFTagger(loss=loss, C=0.7, all_possible_states=all_possible_states, order=order)
     ctx, n = objective_parts(model, X, y)
-    F, L = ctx["F"], ctx["L"]
-    assert (ctx["n_w"] < F * L) != all_possible_states
+    _, _, classes, F, states = model._local_problem(X, y, False)
+    L = len(classes)
+    assert (ctx[0].n_w < F * L) != all_possible_states
     theta = np.random.default_rng(1).normal(scale=0.5, size=n)
-    value, grad = model._objective(theta, ctx)
-    full = model._full_theta(theta, ctx)
+    value, grad = model._objective(theta, *ctx)
+    full = model._full_theta(theta, F, L, states)
     assert value == pytest.approx(reference_loss(full, X, y, loss, 0.7, F, L), rel=1e-10)
     h = 1e-5
-    numeric = np.array([(model._objective(theta + h * e, ctx)[0]
-                         - model._objective(theta - h * e, ctx)[0]) / (2 * h)
+    numeric = np.array([(model._objective(theta + h * e, *ctx)[0]
+                         - model._objective(theta - h * e, *ctx)[0]) / (2 * h)
                         for e in np.eye(n)])
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-7)
 
@@ -94,8 +94,8 @@ def test_losses_are_the_registry_and_a_new_loss_is_one_class(monkeypatch):
     new, log = CRFTagger(loss="half_log", C=1.4), CRFTagger(loss="log", C=0.7)
     ctx, n = objective_parts(log, X, y)
     theta = np.random.default_rng(2).normal(scale=0.5, size=n)
-    value, grad = new._objective(theta, ctx)
-    expected_value, expected_grad = log._objective(theta, ctx)
+    value, grad = new._objective(theta, *ctx)
+    expected_value, expected_grad = log._objective(theta, *ctx)
     assert value == expected_value
     np.testing.assert_array_equal(grad, expected_grad)
 
@@ -108,7 +108,7 @@ def test_exp_losses_stay_finite_where_the_loss_itself_overflows(loss):
     y = [rng.integers(0, 3, size=600)]
     model = CRFTagger(loss=loss)
     ctx, n = objective_parts(model, X, y)
-    value, grad = model._objective(np.zeros(n), ctx)
+    value, grad = model._objective(np.zeros(n), *ctx)
     assert np.isfinite(value) and np.isfinite(grad).all()
     if loss == "exp":
         assert value == pytest.approx(600 * np.log(3), rel=1e-9)
@@ -223,7 +223,7 @@ def test_lbfgs_reaches_scipys_optimum():
     X, y = random_problem(n=15, n_features=4, seed=8)
     model = CRFTagger(C=3.0)
     ctx, n = objective_parts(model, X, y)
-    fun = lambda theta: model._objective(theta, ctx)   # noqa: E731
+    fun = lambda theta: model._objective(theta, *ctx)   # noqa: E731
     ours = lbfgs(fun, np.zeros(n), max_iter=500, gtol=1e-6, ftol=0.0)
     ref = minimize(fun, np.zeros(n), jac=True, method="L-BFGS-B",
                    options={"maxiter": 2000, "gtol": 1e-8, "ftol": 0.0})
@@ -237,3 +237,41 @@ def test_lbfgs_reaches_scipys_optimum():
     assert got.success and got.message == "the gradient is below gtol"
     assert np.abs(d * got.x - b).max() <= 1e-5         # so |x - x*| <= 1e-5 / d
     np.testing.assert_allclose(got.x, b / d, atol=1e-5)
+
+
+def test_emission_gradient_over_any_feature_ranges_is_the_same_product():
+    """X^T node by ranges of features (the threads' split) gives the same
+    bits whatever the ranges, and scipy's product to rounding."""
+    from sklstruct.learners._crf import emission_gradient
+
+    rng = np.random.default_rng(0)
+    X = sp.random(300, 40, density=0.2, format="csr", random_state=1)
+    data = as_stacked([X[i:i + 3] for i in range(0, 300, 3)])
+    node = rng.normal(size=(300, 4))
+    whole, parts = np.empty((40, 4)), np.full((40, 4), np.nan)
+    emission_gradient(data.chain_data(), node, 0, 40, whole)
+    for a, b in [(0, 7), (7, 8), (8, 8), (8, 33), (33, 40)]:
+        emission_gradient(data.chain_data(), node, a, b, parts)
+    np.testing.assert_array_equal(parts, whole)
+    np.testing.assert_allclose(whole, X.T @ node, rtol=1e-12)
+    with pytest.raises(ValueError, match="row per feature"):
+        emission_gradient(data.chain_data(), node, 0, 41, whole)
+
+
+@pytest.mark.parametrize("all_possible_states", [True, False])
+def test_a_compact_shard_computes_the_same_objective(all_possible_states):
+    """A shard keeping only its sentences' columns (a Dask partition's)
+    gives the values and gradient of the full one."""
+    from sklstruct.learners._crf_shard import CRFShard
+
+    X, y = random_problem(n=12, n_features=6, seed=4)
+    X = [sp.csr_matrix(x.toarray() * [1, 1, 0, 1, 1, 0]) for x in X]   # columns 2, 5 unused
+    model = CRFTagger(all_possible_states=all_possible_states)
+    shard, meta, classes, _, states = model._local_problem(X, y, False)
+    compact = CRFShard(shard.data, shard.codes, len(classes), shard.n_chain, states,
+                       compact=True)
+    assert compact.data.n_features == 4 and compact.n_theta == shard.n_theta
+    theta = np.random.default_rng(1).normal(size=shard.n_theta)
+    weights = (np.full(len(meta), 0.5), np.ones(len(meta)), None)
+    for a, b in zip(shard.values(theta, False, weights), compact.values(theta, False, weights)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

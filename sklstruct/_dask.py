@@ -1,0 +1,148 @@
+"""Fitting where Dask bags live: the machinery the estimators share.
+
+An estimator given ``dask.bag`` collections (sentences and labels with the
+same partitions, e.g. from :func:`sklstruct.datasets.read_conll_bag`) works
+with the active ``dask.distributed`` client the way a distributed L-BFGS
+or parameter mixing does (Spark's treeAggregate, dask-glm, xgboost.dask):
+
+* :func:`partition_futures` computes one object per partition on the
+  workers (a learner's view of its sentences) and keeps it there, as a
+  future: the client never holds the corpus, and the data is not shipped
+  again at each step;
+* :func:`broadcast` sends a small state (the weight vector) to every
+  worker once per step;
+* :func:`tree_sum` adds per-partition results on the cluster in a binary
+  tree fixed by the partition order, so that the sum, to the bit, does not
+  depend on how many workers there are or which one holds what;
+* :func:`gather` brings results back and turns a lost worker into one clear
+  error (the scheduler first recomputes what a dead worker held, from the
+  bags' graph, a few times; see ``distributed.scheduler.allowed-failures``).
+
+Dask is optional: nothing here imports it before a bag is given.
+"""
+import operator
+import sys
+
+
+def is_bag(obj):
+    """Whether ``obj`` is a ``dask.bag.Bag`` (False when dask.bag was never imported)."""
+    core = sys.modules.get("dask.bag.core")
+    return core is not None and isinstance(obj, core.Bag)
+
+
+def active_client(what):
+    """The active ``dask.distributed`` client, or a clear error."""
+    try:
+        from distributed import default_client
+    except ImportError:                          # pragma: no cover - dask is in the extras
+        raise ImportError(f"{what} on dask bags needs dask.distributed: "
+                          "pip install 'dask[distributed]'") from None
+    try:
+        return default_client()
+    except ValueError:
+        raise ValueError(f"{what} on dask bags needs an active dask.distributed client, e.g. "
+                         "client = Client(LocalCluster()) (or Client('scheduler:8786')) before "
+                         "fit; none is running") from None
+
+
+def check_bags(X, y, what):
+    """Raise unless X and y are both bags with the same number of partitions."""
+    if not (is_bag(X) and is_bag(y)):
+        raise TypeError(f"{what}: X and y must both be dask bags or both lists; got "
+                        f"{type(X).__name__} and {type(y).__name__}")
+    if X.npartitions != y.npartitions:
+        raise ValueError(f"{what}: X has {X.npartitions} partitions and y {y.npartitions}; "
+                         "they must be partitioned alike (read_conll_bag gives such bags)")
+
+
+def partition_futures(client, fn, X, y, *args):
+    """Futures of ``fn(X_part, y_part, *args)`` for every partition, in
+    partition order, computed on the workers from the bags' graph (which
+    also lets the scheduler recompute one a dead worker held)."""
+    import dask
+
+    task = dask.delayed(fn, pure=True)
+    parts = [task(dx, dy, *args) for dx, dy in zip(X.to_delayed(), y.to_delayed())]
+    return client.compute(parts)
+
+
+def holders(client, futures):
+    """For each future, the workers holding its data (where its tasks should run)."""
+    who = client.who_has(futures)
+    return [list(who.get(f.key, ())) or None for f in futures]
+
+
+def submit_each(client, fn, futures, *args, where=None):
+    """``[fn(f, *args)]`` for each future: on the workers ``where`` gives
+    (:func:`holders`), so that the scheduler never moves resident data to
+    balance the load, yet elsewhere if those workers are gone."""
+    where = where or [None] * len(futures)
+    return [client.submit(fn, f, *args, **pinned(w)) for f, w in zip(futures, where)]
+
+
+def pinned(workers):
+    """``client.submit``'s keywords for a task preferring ``workers``."""
+    if not workers:
+        return {"pure": False}
+    return {"pure": False, "workers": workers, "allow_other_workers": True}
+
+
+def broadcast(client, value):
+    """A future of ``value`` held by every worker (one send per worker)."""
+    return client.scatter(value, broadcast=True, hash=False)
+
+
+def tree_sum(client, futures):
+    """A future of the sum of ``futures``' values, added pairwise in a
+    binary tree fixed by their order (independent of the workers)."""
+    level = list(futures)
+    if not level:
+        raise ValueError("tree_sum: nothing to add")
+    while len(level) > 1:
+        pairs = [client.submit(operator.add, a, b, pure=False)
+                 for a, b in zip(level[0::2], level[1::2])]
+        level = pairs + level[len(pairs) * 2:]
+    return level[0]
+
+
+def item(client, futures, i):
+    """Futures of ``value[i]`` for each future (a task's tuple, split where it lies)."""
+    return [client.submit(operator.getitem, f, i, pure=False) for f in futures]
+
+
+class lost_workers:
+    """Context manager: a worker lost for good (or a task that killed its
+    workers too often) inside raises RuntimeError naming ``what``; errors of
+    the tasks themselves (a bad sentence) pass as they were raised."""
+
+    def __init__(self, what):
+        self.what = what
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        from distributed import CancelledError, KilledWorker
+        from distributed.comm import CommClosedError
+
+        if exc is not None and isinstance(exc, (KilledWorker, CommClosedError, CancelledError)):
+            raise RuntimeError(
+                f"{self.what}: a Dask worker died or its results were lost and could not be "
+                f"recomputed ({type(exc).__name__}: {exc}); fit was abandoned and the estimator "
+                "is unchanged") from exc
+        return False
+
+
+def gather(client, futures, what):
+    """``client.gather(futures)``, a lost worker raising as :class:`lost_workers`."""
+    with lost_workers(what):
+        return client.gather(futures)
+
+
+def release(futures):
+    """Let the cluster forget ``futures`` (those given; nested lists too)."""
+    for f in futures:
+        if isinstance(f, (list, tuple)):
+            release(f)
+        elif f is not None and hasattr(f, "release"):
+            f.release()

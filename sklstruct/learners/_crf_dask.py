@@ -1,0 +1,189 @@
+"""CRFTagger.fit on Dask bags: the objective summed over partitions on the workers.
+
+L-BFGS runs on the client, as in a serial fit
+(:meth:`sklstruct.CRFTagger._objective` is the same code); what it calls
+the shards is :class:`BagShards`, whose shards are
+:class:`._crf_shard.CRFShard` objects built on the workers, one per
+partition, from the partitions themselves, and kept there (futures).  Per
+evaluation, theta goes out to each worker once; each shard returns its
+values (one float per sentence, or per token for the pointwise losses) and
+its gradient, the gradients are added on the cluster in a tree fixed by the
+partition order (:func:`sklstruct.tree_sum`), and the client gets
+the values and one gradient back.  The values are concatenated in sentence
+order, so the loss is computed from the very array of a serial fit; only
+the order of the gradient's sums differs (partial sums per partition).
+
+Set-up, before the first evaluation: the workers stack and check their
+partitions and send back their sentence lengths and labels; the client
+makes the label set, then (without ``all_possible_states``) the union of
+the (feature, label) pairs each partition has seen.  Each shard keeps only
+the columns its sentences use (``compact``).
+"""
+import numpy as np
+
+from .._dask import (active_client, broadcast, check_bags, gather, holders, item, lost_workers,
+                     partition_futures, pinned, release, submit_each, tree_sum)
+from .._validation import check_label_sequences
+from ..chain import as_stacked
+from ._base import ChainTagger
+from ._crf_shard import CRFShard, seen_states
+
+_WHAT = "CRFTagger.fit"
+
+
+# -- on the workers: plain module functions (pickled by reference) --------------------
+def _stack(X_part, y_part, n_features):
+    """One partition, stacked and checked: (StackedSentences, label sequences)."""
+    data = as_stacked(list(X_part), n_features)
+    y_part = list(y_part)
+    check_label_sequences(y_part, data.lengths)
+    return data, y_part
+
+
+def _info(part):
+    """(n_features, sorted labels, sentence lengths) of a stacked partition."""
+    data, y_part = part
+    labels = check_label_sequences(y_part, data.lengths)
+    return data.n_features, np.unique(labels), data.lengths
+
+
+def _codes(part, classes):
+    data, y_part = part
+    return ChainTagger()._encode(y_part, data, classes)    # the taggers' messages
+
+
+def _seen(part, classes):
+    return seen_states(part[0], _codes(part, classes), len(classes))
+
+
+def _shard(part, classes, n_chain, states):
+    return CRFShard(part[0], _codes(part, classes), len(classes), n_chain, states, n_jobs=1,
+                    compact=True)
+
+
+def _n_theta(shard):
+    return shard.n_theta
+
+
+def _evaluate(shard, theta, pointwise, grad_weights):
+    return shard.values(theta, pointwise, grad_weights)
+
+
+# -- on the client --------------------------------------------------------------------
+class _Meta:
+    """What a loss reads of the training set (:meth:`CRFLoss.weights`):
+    its length, ``lengths`` and ``offsets``; the client holds these, not the
+    sentences."""
+
+    def __init__(self, lengths):
+        self.lengths = lengths
+        self.offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+    def __len__(self):
+        return len(self.lengths)
+
+
+class BagShards:
+    """The shards of a fit on bags, seen from the client as one shard:
+    :meth:`values` as :meth:`._crf_shard.CRFShard.values`."""
+
+    def __init__(self, client, shards, sent_counts, tok_counts, keep=()):
+        self.client, self.shards, self._keep = client, shards, list(keep)
+        self._where = holders(client, shards)
+        self._sent = np.concatenate([[0], np.cumsum(sent_counts)])
+        self._tok = np.concatenate([[0], np.cumsum(tok_counts)])
+        self._weights = (None, None)       # (the last weights, their futures)
+
+    def _split(self, grad_weights):
+        """One future per shard of its part of the loss's weights; kept while
+        they do not change (the log losses' weights never do)."""
+        last, futures = self._weights
+        if last is not None and all(
+                (a is None and b is None) or (a is not None and b is not None
+                                              and np.array_equal(a, b))
+                for a, b in zip(last, grad_weights)):
+            return futures
+        node_w, gold_w, cond_c = grad_weights
+        parts = [(node_w[a:b], gold_w[a:b], None if cond_c is None else cond_c[c:d])
+                 for a, b, c, d in zip(self._sent[:-1], self._sent[1:], self._tok[:-1],
+                                       self._tok[1:])]
+        futures = self.client.scatter(parts, hash=False)
+        release([self._weights[1] or []])
+        self._weights = (grad_weights, futures)
+        return futures
+
+    def values(self, theta, pointwise, grad_weights=None):
+        with lost_workers(_WHAT):
+            return self._values(theta, pointwise, grad_weights)
+
+    def _values(self, theta, pointwise, grad_weights):
+        client = self.client
+        theta_f = broadcast(client, theta)
+        if grad_weights is None:
+            parts = submit_each(client, _evaluate, self.shards, theta_f, pointwise, None,
+                                      where=self._where)
+            try:
+                return np.concatenate(gather(client, parts, _WHAT))
+            finally:
+                release(parts + [theta_f])
+        weights = self._split(grad_weights)
+        parts = [client.submit(_evaluate, s, theta_f, pointwise, w, **pinned(where))
+                 for s, w, where in zip(self.shards, weights, self._where)]
+        values = item(client, parts, 0)
+        total = tree_sum(client, item(client, parts, 1))
+        try:
+            *values, grad = gather(client, values + [total], _WHAT)
+        finally:
+            release(parts + values + [total, theta_f])
+        return np.concatenate(values), grad
+
+    def close(self):
+        release([self.shards, self._weights[1] or [], self._keep])
+        self.shards, self._weights, self._keep = [], (None, None), []
+
+
+def bag_problem(estimator, X, y, warm):
+    """(shards, meta, classes, n_features, states) of ``estimator``'s fit
+    on the bags X, y (see :meth:`sklstruct.CRFTagger._local_problem`)."""
+    check_bags(X, y, _WHAT)
+    client = active_client(_WHAT)
+    n_features = estimator.n_features_in_ if warm else None
+    parts = partition_futures(client, _stack, X, y, n_features)
+    try:
+        info = gather(client, submit_each(client, _info, parts), _WHAT)
+        if not info:
+            raise ValueError(f"{_WHAT}: the bags have no partitions")
+        widths = {f for f, _, _ in info}
+        if len(widths) > 1:
+            raise ValueError(f"X: the partitions' sentences have different feature counts "
+                             f"{sorted(widths)}; they must all have the same")
+        F = widths.pop()
+        lengths = [n for _, _, n in info]
+        if sum(len(n) for n in lengths) == 0:
+            raise ValueError("X: the bags hold no sentences")
+        if warm:
+            classes = estimator.classes_
+        else:
+            classes = np.unique(np.concatenate([c for _, c, _ in info]))
+        L = len(classes)
+        classes_f = broadcast(client, classes)
+        states = None
+        if not estimator.all_possible_states:
+            seen = gather(client, submit_each(client, _seen, parts, classes_f),
+                                _WHAT)
+            states = estimator._states(np.concatenate(seen),
+                                       estimator.coef_.T if warm else None)
+        states_f = None if states is None else broadcast(client, states)
+        shards = submit_each(client, _shard, parts, classes_f, estimator._n_chain(L),
+                                   states_f)
+        # the shards are built (and their errors raised) before L-BFGS starts
+        gather(client, submit_each(client, _n_theta, shards), _WHAT)
+    finally:
+        release(parts)
+    lengths = [np.asarray(n) for n in lengths]
+    meta = _Meta(np.concatenate(lengths))
+    # the shards' inputs stay referenced: a shard a dead worker held is
+    # recomputed from them
+    shards_obj = BagShards(client, shards, [len(n) for n in lengths],
+                           [int(n.sum()) for n in lengths], keep=[classes_f, states_f])
+    return shards_obj, meta, classes, F, states

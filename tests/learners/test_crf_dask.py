@@ -1,0 +1,133 @@
+"""CRFTagger.fit on Dask bags, on a real LocalCluster of two worker
+processes: the serial model to rounding, every loss and both orders; a
+worker killed mid-fit fails the fit clearly (or it recovers), never a hang
+or a half-trained model."""
+import os
+import pickle
+import signal
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+from sklstruct import CRFTagger
+from sklstruct.learners import _crf_dask
+from _oracles import random_problem
+
+pytest.importorskip("distributed")
+import dask.bag as db  # noqa: E402
+from distributed import Client, LocalCluster  # noqa: E402
+
+LOSSES = ["log", "exp", "pointwise_log", "pointwise_exp"]
+
+
+@pytest.fixture(scope="module")
+def client():
+    # worker processes are spawned: they get this process's sys.path
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as c:
+        yield c
+
+
+def problem():
+    X, y = random_problem(n=40, n_features=6, seed=3)
+    # feature 5 never fires with label 0: an unobserved (feature, label) pair
+    X = [sp.csr_matrix(x.toarray() * np.where((np.asarray(t) == 0)[:, None], [1] * 5 + [0], 1))
+         for x, t in zip(X, y)]
+    return X, [np.asarray(t) for t in y]
+
+
+def fit(model, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit(X, y)
+
+
+def test_without_a_client_bags_are_refused():
+    X, y = problem()
+    from distributed import default_client
+    try:
+        default_client()
+        pytest.skip("a client is active in this process")
+    except ValueError:
+        pass
+    with pytest.raises(ValueError, match="active dask.distributed client"):
+        CRFTagger().fit(db.from_sequence(X, npartitions=2), db.from_sequence(y, npartitions=2))
+
+
+@pytest.mark.parametrize("loss, order", [(loss, order) for order in (1, 2) for loss in LOSSES])
+def test_bags_give_the_serial_model(client, loss, order):
+    """Partitions of unequal sizes (three of them on two workers): the same
+    objective as the serial fit to 1e-8 relative, the same weights."""
+    X, y = problem()
+    params = dict(loss=loss, order=order, max_iter=4, C=0.8)
+    serial = fit(CRFTagger(**params), X, y)
+    bags = db.from_sequence(X, npartitions=3), db.from_sequence(y, npartitions=3)
+    dist = fit(CRFTagger(**params), *bags)
+    assert dist.objective_ == pytest.approx(serial.objective_, rel=1e-8)
+    assert dist.n_iter_ == serial.n_iter_
+    for name in ("coef_", "transition_coef_", "start_coef_", "end_coef_"):
+        np.testing.assert_allclose(getattr(dist, name), getattr(serial, name), atol=1e-8)
+    assert (dist.coef_[0, 5] == 0) and np.array_equal(dist.classes_, serial.classes_)
+
+
+def test_all_states_warm_start_and_a_plain_local_model(client):
+    """all_possible_states and warm_start on bags; the fitted tagger is an
+    ordinary local estimator (pickles, predicts on lists)."""
+    X, y = problem()
+    bags = db.from_sequence(X, npartitions=2), db.from_sequence(y, npartitions=2)
+    serial = fit(CRFTagger(all_possible_states=True, max_iter=3, warm_start=True), X, y)
+    dist = fit(CRFTagger(all_possible_states=True, max_iter=3, warm_start=True), *bags)
+    assert dist.objective_ == pytest.approx(serial.objective_, rel=1e-8)
+    assert dist.coef_[0, 5] != 0
+    assert fit(dist, *bags).objective_ == pytest.approx(fit(serial, X, y).objective_, rel=1e-8)
+    again = pickle.loads(pickle.dumps(dist))
+    assert [list(p) for p in again.predict(X)] == [list(p) for p in serial.predict(X)]
+
+
+def test_bad_bags_are_refused(client):
+    X, y = problem()
+    with pytest.raises(ValueError, match="partitions"):
+        CRFTagger().fit(db.from_sequence(X, npartitions=2), db.from_sequence(y, npartitions=3))
+    with pytest.raises(TypeError, match="both be dask bags"):
+        CRFTagger().fit(db.from_sequence(X, npartitions=2), y)
+    y_bad = [t[:-1] if i == 7 else t for i, t in enumerate(y)]
+    with pytest.raises(ValueError):
+        CRFTagger().fit(db.from_sequence(X, npartitions=2), db.from_sequence(y_bad, npartitions=2))
+
+
+def _die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_killed_mid_fit_fails_clearly_or_recovers(client, monkeypatch):
+    """The worker holding the first shard is killed at the third objective
+    evaluation: fit raises a RuntimeError saying so, leaving the estimator
+    unfitted, or finishes with the serial model; it never hangs."""
+    X, y = problem()
+    serial = fit(CRFTagger(max_iter=6), X, y)
+    values, calls = _crf_dask.BagShards.values, []
+
+    def killing(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            holder = client.who_has([self.shards[0]])[self.shards[0].key][0]
+            try:
+                client.run(_die, workers=[holder])
+            except Exception:         # the worker dies before it can answer
+                pass
+        return values(self, *args, **kwargs)
+
+    monkeypatch.setattr(_crf_dask.BagShards, "values", killing)
+    model = CRFTagger(max_iter=6)
+    bags = db.from_sequence(X, npartitions=4), db.from_sequence(y, npartitions=4)
+    try:
+        fit(model, *bags)
+    except RuntimeError as exc:
+        assert "worker died" in str(exc)
+        assert not hasattr(model, "coef_")
+    else:
+        assert model.objective_ == pytest.approx(serial.objective_, rel=1e-8)
+    client.wait_for_workers(2, timeout=60)
