@@ -146,3 +146,16 @@ def release(futures):
             release(f)
         elif f is not None and hasattr(f, "release"):
             f.release()
+
+
+def _call_on_partition(part, model, method):
+    part = list(part)
+    return list(getattr(model, method)(part)) if part else []
+
+
+def map_bag(model, X, method):
+    """The bag of ``model.<method>`` of each sentence of the bag ``X``,
+    computed partition by partition on the workers (lazy), the fitted model
+    sent to each worker once."""
+    client = active_client(f"{type(model).__name__}.{method}")
+    return X.map_partitions(_call_on_partition, broadcast(client, model), method)

@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._dask import is_bag
 from .._parallel import MIN_RANGE_TOKENS, n_threads, run
 from .._publish import publishes, reads_model
 from .._validation import N_JOBS_CONSTRAINT, describe
@@ -187,7 +188,10 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : sequence of sentences
-            Sentences of tokens (str, tuple/list of str or dict of str).
+            Sentences of tokens (str, tuple/list of str or dict of str), or
+            a ``dask.bag`` of them (with a ``dask.distributed`` client): the
+            names are counted on the workers, partition by partition, and
+            added in a tree there; the vocabulary is a serial fit's.
         y : None
             Ignored.
 
@@ -196,6 +200,9 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         self : SequenceVectorizer
             Fitted vectorizer.
         """
+        if is_bag(X):
+            from ._bags import fit_bag       # dask is optional: imported when used
+            return fit_bag(self, X)
         self._fit(_Corpus(X, self.boundary))
         return self
 
@@ -217,16 +224,16 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             One ``(n_tokens, n_features_out_)`` float64 CSR matrix per sentence,
             held as one stacked matrix (see :meth:`transform`).
         """
+        if is_bag(X):
+            from ._bags import fit_bag, transform_bag
+            return transform_bag(fit_bag(self, X), X)
         corpus = _Corpus(X, self.boundary)
         self._fit(corpus)
         return self._assemble(corpus)
 
     def _fit(self, corpus):
         """Fit on ``corpus``."""
-        instances = self._prepare()
-        if self.missing_columns == "drop":
-            instances = _with_columns_of(instances, corpus)
-        self.clusters_ = corpus.clusters = self._resolve_clusters(instances, corpus)
+        instances = self._instances_of(corpus)
         # every column is read, in hashing mode too: a missing one is an error
         program = corpus.program(instances)
         if self.hashing:
@@ -238,13 +245,35 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         # one entry of the table, with the counts added.
         table, counts, export = count_names(program)
         names = table.names()
+        kept, columns = self._set_vocabulary(names, counts)
+        table.set_values(columns)
+        values, tables = corpus.value_tables
+        index = FittedIndex.from_counts(instances, values, tables, export, columns)
+        self._set_templates(instances, len(kept), table, index)
+
+    def _instances_of(self, corpus):
+        """The template instances that fit keeps for ``corpus`` (those of
+        the columns its tokens have, with ``missing_columns="drop"``); sets
+        the resolved ``clusters_``."""
+        instances = self._prepare()
+        if self.missing_columns == "drop":
+            instances = _with_columns_of(instances, corpus)
+        self.clusters_ = corpus.clusters = self._resolve_clusters(instances, corpus)
+        return instances
+
+    def _set_vocabulary(self, names, counts):
+        """``vocabulary_`` from every feature name of the training data and
+        its count: the names ``min_freq`` keeps, in sorted order (so that the
+        columns depend on the set of names only, not on where they were
+        met).  Returns (kept, columns): the kept names' indices into
+        ``names`` and each name's column (-1: left out)."""
         min_freq = self.min_freq
         kept = (np.arange(len(names)) if min_freq == 1
                 else np.flatnonzero(counts >= min_freq))
         if not len(kept):
             raise ValueError(
                 "No feature fires on X: the vocabulary is empty."
-                if not names
+                if not len(names)
                 else f"No feature occurs at least min_freq={min_freq} times; "
                 "lower min_freq."
             )
@@ -252,11 +281,8 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         order = sorted(range(len(kept_names)), key=kept_names.__getitem__)
         columns = np.full(len(names), -1, dtype=np.int32)
         columns[kept[order]] = np.arange(len(order), dtype=np.int32)
-        table.set_values(columns)
         self.vocabulary_ = dict(zip([kept_names[i] for i in order], range(len(order))))
-        values, tables = corpus.value_tables
-        index = FittedIndex.from_counts(instances, values, tables, export, columns)
-        self._set_templates(instances, len(order), table, index)
+        return kept, columns
 
     def _set_templates(self, instances, n_features_out, table, index=None):
         self._instances = instances
@@ -348,9 +374,13 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
             A list of ``(n_tokens, n_features_out_)`` float64 CSR matrices, one
             per sentence, held as one stacked matrix (see
             :class:`sklstruct.chain.StackedSentences`); features not in the
-            vocabulary are ignored.
+            vocabulary are ignored.  For a ``dask.bag`` of sentences, the bag
+            of their matrices, computed on the workers.
         """
         check_is_fitted(self, "templates_")
+        if is_bag(X):
+            from ._bags import transform_bag
+            return transform_bag(self, X)
         return self._assemble(_Corpus(X, self._boundary, self.clusters_))
 
     @reads_model

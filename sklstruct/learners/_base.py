@@ -27,6 +27,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from .._dask import is_bag, map_bag
 from .._publish import publishes, reads_model
 from .._chain import ChainWeights
 from .._parallel import block_ranges, guided_ranges, run
@@ -231,13 +232,17 @@ class ChainTagger(ConfidenceMixin, BaseEstimator):
         Parameters
         ----------
         X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
+            Or a ``dask.bag`` of them (with a ``dask.distributed`` client).
 
         Returns
         -------
         y_pred : list of ndarray of shape (n_tokens_i,)
-            The labels, in the type of ``classes_``.
+            The labels, in the type of ``classes_``; for a bag, the bag of
+            them, computed on the workers.
         """
         check_is_fitted(self)
+        if is_bag(X):
+            return map_bag(self, X, "predict")
         data = as_stacked(X, self.n_features_in_)
         result = [None] * len(data)
         offsets = data.offsets
