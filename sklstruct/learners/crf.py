@@ -72,7 +72,8 @@ class CRFTagger(ChainTagger):
         L-BFGS stops when the largest gradient component is below ``tol``
         (scipy's ``gtol``).
     n_jobs : int or None, default=None
-        Threads over blocks of sentences for the objective and gradient, for
+        Threads over blocks of sentences for the objective and gradient
+        (and over ranges of features for its emission block), for
         ``predict_marginals`` and for ``predict``, ``predict_kbest`` and
         ``score`` (the kernels release the GIL).  The blocks
         and their order do not depend on ``n_jobs``, so neither does the
@@ -195,10 +196,16 @@ class CRFTagger(ChainTagger):
     def fit(self, X, y):
         """Minimise the regularised loss over the sentences by L-BFGS.
 
+        With ``dask.bag`` collections (and an active ``dask.distributed``
+        client) the objective is summed over the partitions on the workers
+        that hold them; the model is the serial one to rounding (see the
+        user guide's page on Dask).
+
         Parameters
         ----------
-        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features)
-        y : list of array-like of shape (n_tokens_i,)
+        X : list of {sparse matrix, ndarray} of shape (n_tokens_i, n_features), or dask.bag.Bag
+        y : list of array-like of shape (n_tokens_i,), or dask.bag.Bag
+            A bag must have the partitions of ``X``.
 
         Returns
         -------
