@@ -44,20 +44,24 @@ class DaskActors:
     """The objects ``cls(*args)`` of ``parts`` as Dask actors, dealt
     round-robin to the workers of ``client``; each part's arguments are
     scattered once to its worker, which keeps the object until
-    :meth:`close`.  ``what`` names the fit in errors."""
+    :meth:`close`.  ``where``: instead, the workers of each part, whose
+    arguments are futures of data already there (partitions of a bag).
+    ``what`` names the fit in errors."""
 
-    def __init__(self, client, cls, parts, what):
+    def __init__(self, client, cls, parts, what, where=None):
         self.client, self.what = client, what
         workers = sorted(client.scheduler_info()["workers"])
         if not workers:
             raise RuntimeError(f"{what}: the Dask cluster has no workers")
         self.futures = []
         for i, args in enumerate(parts):
-            where = [workers[i % len(workers)]]
-            # (hash=False: equal arguments of two parts are two objects, each on its worker)
-            args = client.scatter(list(args), workers=where, hash=False)
-            self.futures.append(client.submit(cls, *args, actor=True, workers=where,
-                                              pure=False))
+            if where is None:
+                at = [workers[i % len(workers)]]
+                # (hash=False: equal arguments of two parts are two objects, each on its worker)
+                args = client.scatter(list(args), workers=at, hash=False)
+            else:
+                at = where[i]            # (its arguments are futures held there)
+            self.futures.append(client.submit(cls, *args, actor=True, workers=at, pure=False))
         self.actors = [future.result() for future in self.futures]
 
     def _check_alive(self, cause=None):
@@ -97,12 +101,12 @@ def n_workers(client):
 
 
 @contextmanager
-def resident(cls, parts, n_jobs, client=None, what="fit"):
+def resident(cls, parts, n_jobs, client=None, what="fit", where=None):
     """The objects ``cls(*args)`` of ``parts`` (a list of argument tuples):
-    Dask actors of ``client``, or in this process with ``n_jobs`` threads
-    without one; released on exit."""
+    Dask actors of ``client`` (``where``: see :class:`DaskActors`), or in
+    this process with ``n_jobs`` threads without one; released on exit."""
     objects = Local(cls, parts, n_jobs) if client is None else \
-        DaskActors(client, cls, parts, what)
+        DaskActors(client, cls, parts, what, where)
     try:
         yield objects
     finally:

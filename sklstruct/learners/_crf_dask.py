@@ -22,43 +22,21 @@ the columns its sentences use (``compact``).
 import numpy as np
 
 from .._dask import (active_client, broadcast, check_bags, gather, holders, item, lost_workers,
-                     partition_futures, pinned, release, submit_each, tree_sum)
-from .._validation import check_label_sequences
-from ..chain import as_stacked
-from ._base import ChainTagger
+                     pinned, release, submit_each, tree_sum)
+from ._bag_data import bag_partitions, partition_codes
 from ._crf_shard import CRFShard, seen_states
 
 _WHAT = "CRFTagger.fit"
 
 
 # -- on the workers: plain module functions (pickled by reference) --------------------
-def _stack(X_part, y_part, n_features):
-    """One partition, stacked and checked: (StackedSentences, label sequences)."""
-    data = as_stacked(list(X_part), n_features)
-    y_part = list(y_part)
-    check_label_sequences(y_part, data.lengths)
-    return data, y_part
-
-
-def _info(part):
-    """(n_features, sorted labels, sentence lengths) of a stacked partition."""
-    data, y_part = part
-    labels = check_label_sequences(y_part, data.lengths)
-    return data.n_features, np.unique(labels), data.lengths
-
-
-def _codes(part, classes):
-    data, y_part = part
-    return ChainTagger()._encode(y_part, data, classes)    # the taggers' messages
-
-
 def _seen(part, classes):
-    return seen_states(part[0], _codes(part, classes), len(classes))
+    return seen_states(part[0], partition_codes(part, classes), len(classes))
 
 
 def _shard(part, classes, n_chain, states):
-    return CRFShard(part[0], _codes(part, classes), len(classes), n_chain, states, n_jobs=1,
-                    compact=True)
+    return CRFShard(part[0], partition_codes(part, classes), len(classes), n_chain, states,
+                    n_jobs=1, compact=True)
 
 
 def _n_theta(shard):
@@ -148,23 +126,9 @@ def bag_problem(estimator, X, y, warm):
     check_bags(X, y, _WHAT)
     client = active_client(_WHAT)
     n_features = estimator.n_features_in_ if warm else None
-    parts = partition_futures(client, _stack, X, y, n_features)
+    parts, F, labels, lengths = bag_partitions(client, X, y, n_features, _WHAT)
     try:
-        info = gather(client, submit_each(client, _info, parts), _WHAT)
-        if not info:
-            raise ValueError(f"{_WHAT}: the bags have no partitions")
-        widths = {f for f, _, _ in info}
-        if len(widths) > 1:
-            raise ValueError(f"X: the partitions' sentences have different feature counts "
-                             f"{sorted(widths)}; they must all have the same")
-        F = widths.pop()
-        lengths = [n for _, _, n in info]
-        if sum(len(n) for n in lengths) == 0:
-            raise ValueError("X: the bags hold no sentences")
-        if warm:
-            classes = estimator.classes_
-        else:
-            classes = np.unique(np.concatenate([c for _, c, _ in info]))
+        classes = estimator.classes_ if warm else np.unique(np.concatenate(labels))
         L = len(classes)
         classes_f = broadcast(client, classes)
         states = None
@@ -180,7 +144,6 @@ def bag_problem(estimator, X, y, warm):
         gather(client, submit_each(client, _n_theta, shards), _WHAT)
     finally:
         release(parts)
-    lengths = [np.asarray(n) for n in lengths]
     meta = _Meta(np.concatenate(lengths))
     # the shards' inputs stay referenced: a shard a dead worker held is
     # recomputed from them

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..chain import StackedSentences
+from ._bag_data import partition_codes
 
 
 def local_columns(matrix):
@@ -110,3 +111,19 @@ class Shard:
         (averaged when it averages), with their global columns."""
         W, P = self.learner._weights.averaged()
         return self.columns, W[:self.columns.size], P
+
+
+class BagShard(Shard):
+    """A shard made on a worker from partitions of Dask bags held there
+    (stacked by :func:`._bag_data.stack_partition`): their sentences, in
+    order, and their labels coded into ``classes``."""
+
+    def __init__(self, learner, classes, *parts):
+        datas = [data for data, _ in parts]
+        offsets = [np.zeros(1, dtype=np.int64)]
+        for d, start in zip(datas, np.cumsum([0] + [d.matrix.shape[0] for d in datas[:-1]])):
+            offsets.append(d.offsets[1:] + start)
+        matrix = sp.vstack([d.matrix for d in datas], format="csr")
+        data = StackedSentences._trusted(matrix, np.concatenate(offsets))
+        codes = np.concatenate([partition_codes(part, classes) for part in parts])
+        super().__init__(learner, data, codes, classes)

@@ -9,11 +9,13 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from .._publish import publishes
 from .._progress import report
 from .._actors import joblib_dask_client, n_workers, resident
+from .._dask import active_client, check_bags, holders, is_bag, release
 from .._parallel import n_threads
 from .._validation import N_JOBS_CONSTRAINT
 from ..chain import as_stacked
 from ._base import ChainLearner, ChainTagger
-from ._mixing_shard import Shard
+from ._bag_data import bag_partitions
+from ._mixing_shard import BagShard, Shard
 
 
 class ParameterMixingTagger(ChainTagger):
@@ -39,8 +41,12 @@ class ParameterMixingTagger(ChainTagger):
     (``n_jobs``; the epoch kernels release the GIL), or, inside
     ``joblib.parallel_config(backend="dask")``, as Dask actors dealt to the
     workers of the client's cluster, each shard's sentences sent to its
-    worker once.  A worker lost during the fit makes ``fit`` raise; nothing is
-    published.  With one shard the result is the estimator's own serial
+    worker once.  ``fit`` also takes Dask bags of feature matrices and label
+    sequences (:func:`sklstruct.datasets.read_conll_bag` and a fitted
+    vectorizer's ``transform``, with a ``dask.distributed`` client): each
+    shard is then made on a worker from a run of consecutive partitions held
+    there, and the client never holds the sentences.  A worker lost during
+    the fit makes ``fit`` raise; nothing is published.  With one shard the result is the estimator's own serial
     training, exactly; with several, the model of mixing whole weight
     matrices, to rounding.
 
@@ -133,6 +139,8 @@ class ParameterMixingTagger(ChainTagger):
             # an sklearn classifier has partial_fit too, but no chain weights to mix
             raise TypeError("estimator: expected an sklstruct tagger trained by epochs (with "
                             f"partial_fit); got {type(self.estimator).__name__}")
+        if is_bag(X) or is_bag(y):
+            return self._fit_bags(X, y)
         data = as_stacked(X)
         classes, codes = self._labels(y, data)
         n = len(data)
@@ -146,18 +154,40 @@ class ParameterMixingTagger(ChainTagger):
         shards = [(clone(self.estimator), data[a:b], codes[r:s], classes)
                   for a, b, r, s in zip(cuts[:-1], cuts[1:], rows[:-1], rows[1:])]
         with resident(Shard, shards, self.n_jobs, client, type(self).__name__) as runner:
-            W, P, history = self._mix(runner, data.n_features, len(classes), n)
-        self._set_weights(W, P)
-        self.classes_ = classes
-        self.n_features_in_ = data.n_features
-        self.n_iter_ = self.max_iter
-        self.history_ = history
-        return self
+            return self._mix(runner, data.n_features, classes, n)
 
-    def _mix(self, runner, n_features, n_labels, n_sentences):
+    def _fit_bags(self, X, y):
+        """fit on Dask bags: each shard made on a worker from a run of
+        consecutive partitions held there (one run per worker with
+        ``n_shards=None``), the client never given the sentences."""
+        what = f"{type(self).__name__}.fit"
+        check_bags(X, y, what)
+        client = active_client(what)
+        parts, n_features, labels, lengths = bag_partitions(client, X, y, None, what)
+        try:
+            classes = np.unique(np.concatenate(labels))
+            filled = [i for i, n in enumerate(lengths) if len(n)]
+            n_shards = self.n_shards or n_workers(client)
+            if n_shards > len(filled):
+                raise ValueError(f"n_shards={n_shards} is more than the {len(filled)} "
+                                 "partitions that hold sentences; repartition the bags")
+            self.estimator._validate_params()
+            groups = np.array_split(np.asarray(filled), n_shards)
+            held = holders(client, parts)
+            shards = [(clone(self.estimator), classes, *[parts[i] for i in group])
+                      for group in groups]
+            where = [held[group[0]] for group in groups]
+            n = sum(len(n) for n in lengths)
+            with resident(BagShard, shards, None, client, type(self).__name__,
+                          where) as runner:
+                return self._mix(runner, n_features, classes, n)
+        finally:
+            release(parts)
+
+    def _mix(self, runner, n_features, classes, n_sentences):
         """The epochs of iterative parameter mixing over the shards (resident
         :class:`~sklstruct.learners._mixing_shard.Shard` objects of ``runner``),
-        sparse: (W, P, history).
+        sparse; sets the model and returns self.
 
         Every shard starts an epoch from the mixture ``M`` on its rows and
         reports the rows it changed and by how much, ``d_s``; the new
@@ -172,7 +202,7 @@ class ParameterMixingTagger(ChainTagger):
         columns = runner.call("used_columns")
         single = len(columns) == 1
         averaging = bool(getattr(self.estimator, "average", False))
-        M = np.zeros((n_features, n_labels))
+        M = np.zeros((n_features, len(classes)))
         U = np.zeros_like(M) if averaging and not single else None
         P_mixed, changed, history = None, None, []
         for epoch in range(1, self.max_iter + 1):
@@ -215,7 +245,12 @@ class ParameterMixingTagger(ChainTagger):
         for m, (cols, W_s, P_s) in zip(mu, runner.call("averaged")):
             W[cols] += m * (W_s - A[cols])
             P = P + m * P_s
-        return W, P, history
+        self._set_weights(W, P)
+        self.classes_ = classes
+        self.n_features_in_ = n_features
+        self.n_iter_ = self.max_iter
+        self.history_ = history
+        return self
 
     def _mixing_weights(self, records):
         k = np.array([r["updates"] for r in records], dtype=float)

@@ -192,3 +192,31 @@ def test_one_shard_per_worker_or_thread(corpus):
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster), parallel_config(backend="dask"):
         assert len(model.fit(X, y).history_[0]["mixing"]) == 3
+
+
+def test_bags_train_where_the_partitions_are(corpus):
+    """On Dask bags each shard is made on a worker from its partitions:
+    one shard is serial training exactly, and shards cut where the list
+    path cuts give its model bit for bit."""
+    import dask.bag as db
+    import distributed
+
+    X, y, X_test, _ = corpus
+    X, y = list(X[:100]), [np.asarray(t) for t in y[:100]]
+    learner = StructuredPerceptronTagger(random_state=0)
+    serial = learner.set_params(max_iter=3).fit(X, y)
+    two = ParameterMixingTagger(learner, n_shards=2, max_iter=3).fit(X, y)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        bags = db.from_sequence(X, npartitions=2), db.from_sequence(y, npartitions=2)
+        one = ParameterMixingTagger(learner, n_shards=1, max_iter=3).fit(*bags)
+        per_worker = ParameterMixingTagger(learner, n_shards=None, max_iter=3).fit(*bags)
+        with pytest.raises(ValueError, match="n_shards=3 is more than the 2 partitions"):
+            ParameterMixingTagger(learner, n_shards=3).fit(*bags)
+    np.testing.assert_array_equal(one.coef_, serial.coef_)
+    np.testing.assert_array_equal(per_worker.coef_, two.coef_)
+    np.testing.assert_array_equal(per_worker.transition_coef_, two.transition_coef_)
+    assert len(per_worker.history_[0]["mixing"]) == 2
+    for a, b in zip(per_worker.predict(X_test), two.predict(X_test)):
+        np.testing.assert_array_equal(a, b)
