@@ -9,7 +9,7 @@ or parameter mixing does (Spark's treeAggregate, dask-glm, xgboost.dask):
   workers (a learner's view of its sentences) and keeps it there, as a
   future: the client never holds the corpus, and the data is not shipped
   again at each step;
-* :func:`broadcast` sends a small state (the weight vector) to every
+* :func:`share` sends a small state (the weight vector) to the cluster once
   worker once per step;
 * :func:`tree_sum` adds per-partition results on the cluster in a binary
   tree fixed by the partition order, so that the sum, to the bit, does not
@@ -87,9 +87,12 @@ def pinned(workers):
     return {"pure": False, "workers": workers, "allow_other_workers": True}
 
 
-def broadcast(client, value):
-    """A future of ``value`` held by every worker (one send per worker)."""
-    return client.scatter(value, broadcast=True, hash=False)
+def share(client, value):
+    """A future of ``value`` for the tasks of every worker: sent once, to one
+    worker, from which the others fetch it when a task needs it.  (Scattering
+    with ``broadcast=True`` waits for every worker the scheduler lists, and a
+    worker that has just died can make it wait for ever.)"""
+    return client.scatter(value, hash=False)
 
 
 def tree_sum(client, futures):
@@ -158,4 +161,4 @@ def map_bag(model, X, method):
     computed partition by partition on the workers (lazy), the fitted model
     sent to each worker once."""
     client = active_client(f"{type(model).__name__}.{method}")
-    return X.map_partitions(_call_on_partition, broadcast(client, model), method)
+    return X.map_partitions(_call_on_partition, share(client, model), method)

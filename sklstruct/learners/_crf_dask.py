@@ -21,8 +21,8 @@ the columns its sentences use (``compact``).
 """
 import numpy as np
 
-from .._dask import (active_client, broadcast, check_bags, gather, holders, item, lost_workers,
-                     pinned, release, submit_each, tree_sum)
+from .._dask import (active_client, check_bags, gather, holders, item, lost_workers,
+                     pinned, release, share, submit_each, tree_sum)
 from ._bag_data import bag_partitions, partition_codes
 from ._crf_shard import CRFShard, seen_states
 
@@ -96,7 +96,7 @@ class BagShards:
 
     def _values(self, theta, pointwise, grad_weights):
         client = self.client
-        theta_f = broadcast(client, theta)
+        theta_f = share(client, theta)
         if grad_weights is None:
             parts = submit_each(client, _evaluate, self.shards, theta_f, pointwise, None,
                                       where=self._where)
@@ -130,14 +130,14 @@ def bag_problem(estimator, X, y, warm):
     try:
         classes = estimator.classes_ if warm else np.unique(np.concatenate(labels))
         L = len(classes)
-        classes_f = broadcast(client, classes)
+        classes_f = share(client, classes)
         states = None
         if not estimator.all_possible_states:
             seen = gather(client, submit_each(client, _seen, parts, classes_f),
                                 _WHAT)
             states = estimator._states(np.concatenate(seen),
                                        estimator.coef_.T if warm else None)
-        states_f = None if states is None else broadcast(client, states)
+        states_f = None if states is None else share(client, states)
         shards = submit_each(client, _shard, parts, classes_f, estimator._n_chain(L),
                                    states_f)
         # the shards are built (and their errors raised) before L-BFGS starts
