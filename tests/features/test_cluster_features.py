@@ -59,3 +59,22 @@ def test_feature_set_adds_the_cluster_templates():
     added = [t for t in vec.templates_ if t not in base.templates_]
     assert added == [f"cluster{n}{o}" for n in (4, 6, 10, 20) for o in ("[-1]", "", "[+1]")]
     assert "cluster4=0110" in vec.token_features(X)[0][0]
+
+
+def test_feature_set_with_a_number_learns_brown_clusters_of_the_training_words():
+    from sklstruct.features.presets import CLUSTER_MIN_COUNT
+    corpus = [["the", "cat", "ran"], ["a", "dog", "ran"], ["the", "dog", "sat"],
+              ["a", "cat", "sat"]] * 3 + [["one", "rare", "word"]]
+    vec = feature_set("S2", clusters=3).fit(corpus)
+    brown = BrownClusters(n_clusters=3, min_count=CLUSTER_MIN_COUNT).fit(corpus)
+    assert vec.clusters_ == brown.clusters_
+    assert "rare" not in vec.clusters_                     # seen fewer than min_count times
+    by_hand = feature_set("S2", clusters=brown).fit(corpus)
+    assert vec.token_features(corpus) == by_hand.token_features(corpus)
+
+
+@pytest.mark.parametrize("clusters, error", [(0, ValueError), (-5, ValueError),
+                                             (True, TypeError)])
+def test_feature_set_refuses_a_bad_number_of_clusters(clusters, error):
+    with pytest.raises(error, match="clusters"):
+        feature_set("S2", clusters=clusters)
