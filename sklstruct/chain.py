@@ -128,6 +128,26 @@ class StackedSentences(Sequence):
             keys = self._key_source = _read_only(keys())
         return keys
 
+    def compact(self, min_width=0):
+        """``(columns, sentences)``: the sorted columns the matrix uses, and
+        the same sentences with their column indices renumbered into them,
+        at least ``min_width`` columns wide (a learner's weights need a row).
+
+        The renumbering keeps the order of the columns, so each row stays
+        sorted and every sum a kernel takes over a row runs in the same
+        order as on the global columns: a learner on the compact sentences
+        computes what it would on all columns, bit for bit.  What a shard of
+        a distributed fit holds (its weights shrink with its columns).
+        """
+        m = self.matrix
+        used = np.zeros(m.shape[1], dtype=bool)
+        used[m.indices] = True
+        columns = np.flatnonzero(used)
+        local = (np.cumsum(used, dtype=np.int64) - 1).astype(np.int32)
+        renumbered = sp.csr_matrix((m.data, local[m.indices], m.indptr),
+                                   shape=(m.shape[0], max(columns.size, min_width)))
+        return columns, self._trusted(renumbered, self.offsets, self._key_source)
+
     def _keys(self, rows):
         """The keys of ``rows`` (a slice or row indices), or None."""
         return None if self.keys is None else self.keys[rows]

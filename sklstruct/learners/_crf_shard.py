@@ -21,7 +21,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._parallel import block_ranges, n_threads, run
-from ..chain import StackedSentences
 from ._crf import BLOCK, CRFGradient, crf_pass, emission_gradient
 
 
@@ -80,10 +79,8 @@ class CRFShard:
         self.compact = bool(compact)
         if self.compact:
             # the global feature of each local column
-            features = np.unique(m.indices).astype(np.int64)
-            indices = np.searchsorted(features, m.indices).astype(np.int32)
-            m = sp.csr_matrix((m.data, indices, m.indptr), shape=(m.shape[0], len(features)))
-            data = StackedSentences._trusted(m, data.offsets)
+            features, data = data.compact()
+            m = data.matrix
         else:
             features = np.arange(F, dtype=np.int64)
         self.data = data

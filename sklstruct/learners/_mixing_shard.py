@@ -3,10 +3,9 @@ with its sentences for the whole fit and trains on the feature columns they
 use only.
 
 A shard never holds the whole model.  Its sentences' feature columns are
-renumbered ``0 .. n_local - 1`` (in increasing order, so that every sum the
-kernels take runs in the same order as on the global columns and one shard
-reproduces serial training exactly), and its learner's weights have one row
-per used column.  Between epochs only rows travel: the mixer sends the mixed
+renumbered ``0 .. n_local - 1`` (:meth:`sklstruct.chain.StackedSentences.compact`:
+in increasing order, so that one shard reproduces serial training
+exactly), and its learner's weights have one row per used column.  Between epochs only rows travel: the mixer sends the mixed
 values of the shard's rows that changed anywhere, the shard answers with the
 rows its epoch changed and by how much.  The same object runs in a thread of
 the fitting process or as a Dask actor on the worker that holds its data
@@ -17,19 +16,6 @@ import scipy.sparse as sp
 
 from ..chain import StackedSentences
 from ._bag_data import partition_codes
-
-
-def local_columns(matrix):
-    """(columns, local matrix): the sorted global columns ``matrix`` uses and
-    the matrix with its column indices renumbered into them (at least one
-    column, so that an all-empty shard still has a weight row)."""
-    used = np.zeros(matrix.shape[1], dtype=bool)
-    used[matrix.indices] = True
-    columns = np.flatnonzero(used)
-    local = (np.cumsum(used, dtype=np.int64) - 1).astype(np.int32)
-    renumbered = sp.csr_matrix((matrix.data, local[matrix.indices], matrix.indptr),
-                               shape=(matrix.shape[0], max(columns.size, 1)))
-    return columns, renumbered
 
 
 class Shard:
@@ -53,8 +39,8 @@ class Shard:
     """
 
     def __init__(self, learner, data, codes, classes):
-        self.columns, matrix = local_columns(data.matrix)
-        self.data = StackedSentences._trusted(matrix, data.offsets, data.keys)
+        # (one column at least: a shard with no features still has a weight row)
+        self.columns, self.data = data.compact(min_width=1)
         self.codes = codes
         self.classes = classes
         self.learner = learner

@@ -275,3 +275,20 @@ def test_the_compiled_stacking_takes_canonical_csr_lists():
     # the general path's cases: the index of the first sentence it leaves
     assert stack_csr(X + [np.eye(3)], -1, 1e100) == 2
     assert stack_csr(X, 4, 1e100) == 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 12), st.integers(0, 10 ** 6))
+def test_compact_renumbers_the_used_columns_in_order(n, F, seed):
+    X, _ = sentences(n, F, seed)
+    lengths = [x.shape[0] for x in X]
+    data = StackedSentences(sp.vstack(X, format="csr"), np.r_[0, np.cumsum(lengths)],
+                            keys=np.arange(sum(lengths)))
+    columns, small = data.compact(min_width=1)
+    dense = data.matrix.toarray()
+    np.testing.assert_array_equal(columns, np.flatnonzero(np.abs(dense).sum(axis=0)))
+    assert small.n_features == max(columns.size, 1)
+    np.testing.assert_array_equal(small.matrix.toarray()[:, :columns.size], dense[:, columns])
+    np.testing.assert_array_equal(small.offsets, data.offsets)
+    np.testing.assert_array_equal(small.keys, data.keys)
+    assert small.matrix.has_sorted_indices or small.matrix.nnz == 0
