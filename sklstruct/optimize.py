@@ -130,9 +130,9 @@ def _lbfgs(fun, x0, max_iter, gtol, ftol, m, callback, rtol=None, past=0, delta=
             a = rho * float(s @ q)
             daxpy(y, q, a=-a)                   # q -= a y, in place
             alphas.append(a)
-        if history:
-            s, y, rho = history[-1]
-            q *= -1.0 / (rho * float(y @ y))
+        gamma = history[-1][2] * float(history[-1][1] @ history[-1][1]) if history else 0.0
+        if history and gamma > 0 and np.isfinite(gamma):
+            q *= -1.0 / gamma
         else:
             q *= -1.0 / max(1.0, float(np.linalg.norm(g)))
         for (s, y, rho), a in zip(history, reversed(alphas)):
@@ -272,11 +272,8 @@ def _two_loop(history, v):
         a = rho * float(s @ q)
         daxpy(y, q, a=-a)
         alphas.append(a)
-    if history:
-        s, y, rho = history[-1]
-        q *= -1.0 / (rho * float(y @ y))
-    else:
-        q *= -1.0
+    gamma = history[-1][2] * float(history[-1][1] @ history[-1][1]) if history else 0.0
+    q *= -1.0 / gamma if gamma > 0 and np.isfinite(gamma) else -1.0
     for (s, y, rho), a in zip(history, reversed(alphas)):
         daxpy(s, q, a=-(a + rho * float(y @ q)))
     return q

@@ -200,7 +200,7 @@ class CRFTagger(ChainTagger):
         if not self.all_possible_states:
             states = self._states(seen_states(data, codes, L), self.coef_.T if warm else None)
         shard = CRFShard(data, codes, L, self._n_chain(L), states, n_jobs=self.n_jobs)
-        return shard, data, classes, data.n_features, states, self._chain_states(data, codes, L)
+        return shard, data, classes, data.n_features, states
 
     def _chain_states(self, data, codes, n_labels):
         """The chain weights learned, as sorted flat indices into the packed
@@ -256,7 +256,8 @@ class CRFTagger(ChainTagger):
             from ._crf_dask import bag_problem       # dask is optional: imported when used
             shards, meta, classes, F, states = bag_problem(self, X, y, warm)
         else:
-            shards, meta, classes, F, states, chain = self._local_problem(X, y, warm)
+            shards, meta, classes, F, states = self._local_problem(X, y, warm)
+            chain = self._chain_states(shards.data, shards.codes, len(classes))
         try:
             return self._minimise(shards, meta, classes, F, states, warm, chain)
         finally:
