@@ -29,7 +29,7 @@ from ._validation import MAX_COUNT, check_number, check_real_array
 
 
 def lbfgs(fun, x0, max_iter=100, gtol=1e-5, ftol=1e-10, m=6, callback=None, rtol=None,
-          past=0, delta=0.0):
+          past=0, delta=0.0, max_linesearch=20):
     """Minimise ``fun`` by L-BFGS.
 
     Parameters
@@ -56,6 +56,8 @@ def lbfgs(fun, x0, max_iter=100, gtol=1e-5, ftol=1e-10, m=6, callback=None, rtol
         Also stop when ``(f_{k-past} - f_k) / f_k < delta`` (liblbfgs's
         ``past`` and ``delta``, CRFsuite's ``period`` and ``delta``); 0 turns
         it off.
+    max_linesearch : int, default=20
+        Iterations of the line search.
 
     Returns
     -------
@@ -79,8 +81,10 @@ def lbfgs(fun, x0, max_iter=100, gtol=1e-5, ftol=1e-10, m=6, callback=None, rtol
     past = check_number(past, "past", 0, MAX_COUNT, integer=True)
     delta = check_number(delta, "delta", 0)
     rtol = None if rtol is None else check_number(rtol, "rtol", 0)
+    max_linesearch = check_number(max_linesearch, "max_linesearch", 1, MAX_COUNT, integer=True)
     with threadpool_limits(limits=1, user_api="blas"):
-        return _lbfgs(fun, x0, max_iter, gtol, ftol, m, callback, rtol, past, delta)
+        return _lbfgs(fun, x0, max_iter, gtol, ftol, m, callback, rtol, past, delta,
+                      max_linesearch)
 
 
 def _converged_extra(x, g, f, rtol, past, delta, past_f):
@@ -95,7 +99,8 @@ def _converged_extra(x, g, f, rtol, past, delta, past_f):
     return None
 
 
-def _lbfgs(fun, x0, max_iter, gtol, ftol, m, callback, rtol=None, past=0, delta=0.0):
+def _lbfgs(fun, x0, max_iter, gtol, ftol, m, callback, rtol=None, past=0, delta=0.0,
+           max_linesearch=20):
     x = np.array(x0, dtype=np.float64)
     f, g = fun(x)
     if not (np.isfinite(f) and np.isfinite(g).all()):
@@ -142,7 +147,7 @@ def _lbfgs(fun, x0, max_iter, gtol, ftol, m, callback, rtol=None, past=0, delta=
             warnings.simplefilter("ignore", LineSearchWarning)   # reported in `message`
             step, _, _, f_new, _, g_new = line_search(
                 lambda xt: evaluate(xt)[0], lambda xt: evaluate(xt)[1], x, p, gfk=g,
-                old_fval=f, old_old_fval=f_old, maxiter=20)
+                old_fval=f, old_old_fval=f_old, maxiter=max_linesearch)
         if step is None:
             if history:                 # restart from steepest descent once
                 history.clear()

@@ -209,7 +209,7 @@ class CRFTagger(ChainTagger):
         model: the label bigrams seen in training, no start or end weights)."""
         return None
 
-    def _stopping(self):
+    def _optimizer_options(self):
         """Keyword arguments of the optimiser's stopping tests."""
         return {"gtol": float(self.tol), "ftol": 64 * np.finfo(float).eps}
 
@@ -313,10 +313,10 @@ class CRFTagger(ChainTagger):
 
         if l1 > 0:
             result = owlqn(fun, theta0, l1, max_iter=int(self.max_iter), callback=callback,
-                           **self._stopping())
+                           **self._optimizer_options())
         else:
             result = lbfgs(fun, theta0, max_iter=int(self.max_iter), callback=callback,
-                           **self._stopping())
+                           **self._optimizer_options())
         if not result.success:
             hint = ("increase max_iter" if result.nit >= self.max_iter
                     else "the line search failed: scale the features (or C) down")
