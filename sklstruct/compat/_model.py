@@ -105,20 +105,22 @@ def _token_rows(data):
 def crfsuite_states(data, codes, n_labels, min_freq=0.0, possible=False):
     """Sorted flat indices into W (F, L) of CRFsuite's state features: the
     (attribute, label) pairs that occur in training with a frequency (sum of
-    values) above ``min_freq``; None (every pair) with ``possible``."""
+    values) of at least ``min_freq`` (CRFsuite's test); None (every pair)
+    with ``possible``."""
     if possible:
         return None
     m, rows = _token_rows(data)
     ids = m.indices.astype(np.int64) * n_labels + codes[rows]
-    if min_freq <= 0:
-        return np.unique(ids)
+    seen = np.unique(ids)
+    if min_freq <= 0 and not (m.data < 0).any():
+        return seen
     freq = np.bincount(ids, weights=m.data, minlength=m.shape[1] * n_labels)
-    return np.flatnonzero(freq > min_freq)
+    return seen[freq[seen] >= min_freq]
 
 
 def crfsuite_transitions(data, codes, n_labels, min_freq=0.0, possible=False):
     """Sorted flat indices into the transitions (L, L) of CRFsuite's
-    transition features: the label bigrams seen in training (more than
+    transition features: the label bigrams seen in training (at least
     ``min_freq`` times), or all with ``possible``."""
     L = n_labels
     if possible:
@@ -128,7 +130,7 @@ def crfsuite_transitions(data, codes, n_labels, min_freq=0.0, possible=False):
     inner = inner[1:]
     pairs = codes[:-1][inner].astype(np.int64) * L + codes[1:][inner]
     count = np.bincount(pairs, minlength=L * L)
-    return np.flatnonzero(count > min_freq)
+    return np.flatnonzero((count > 0) & (count >= min_freq))
 
 
 class CRFsuiteLBFGS(CRFTagger):
@@ -239,6 +241,12 @@ class CRFsuiteOnline(ChainTagger):
         data = as_stacked(X)
         classes, codes = self._labels(y, data)
         F, L = data.n_features, len(classes)
+        # CRFsuite numbers the labels in order of first appearance, and its
+        # Viterbi breaks ties towards the lower number: train in that order
+        _, first = np.unique(codes, return_index=True)
+        rank = np.empty(L, dtype=np.int32)
+        rank[np.argsort(first)] = np.arange(L, dtype=np.int32)
+        codes = rank[codes]
         n_w = F * L
         feature = np.zeros(n_w + L * L, dtype=bool)
         states = crfsuite_states(data, codes, L, self.min_freq, self.all_possible_states)
@@ -303,10 +311,11 @@ class CRFsuiteOnline(ChainTagger):
                 break
         del self._cov
         final = w - ws / count if average else w
-        W = np.ascontiguousarray(final[:n_w].reshape(F, L))
+        W = np.ascontiguousarray(final[:n_w].reshape(F, L)[:, rank])
+        A = final[n_w:].reshape(L, L)[np.ix_(rank, rank)]
         self.classes_ = classes
         self.n_features_in_ = F
-        self._set_weights(W, pack_chain(final[n_w:].reshape(L, L), np.zeros(L), np.zeros(L)))
+        self._set_weights(W, pack_chain(A, np.zeros(L), np.zeros(L)))
         self.n_iter_ = len(history)
         self.history_ = history
         return self
