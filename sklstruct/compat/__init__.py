@@ -4,7 +4,6 @@
 output types, on sklstruct's vectorizer and learners; :func:`from_crfsuite`
 reads an existing ``.crfsuite`` model file.
 """
-from ._crf import CRF
-from ._crfsuite_file import from_crfsuite
+from ._crf import CRF, from_crfsuite
 
 __all__ = ["CRF", "from_crfsuite"]

@@ -11,7 +11,8 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from .._validation import MAX_C
-from ._model import CRFsuiteDicts, CRFsuiteLBFGS, CRFsuiteOnline, crfsuite_name
+from ._crfsuite_file import fitted_from_crfsuite
+from ._model import CRFsuiteDicts, CRFsuiteLBFGS, CRFsuiteOnline, Fitted, crfsuite_name
 
 #: The training algorithms, with the CRF parameters each takes (CRFsuite's
 #: own lists: another parameter is an error, as in python-crfsuite).
@@ -44,21 +45,6 @@ def _positive(kind):
 
 def _nonnegative(kind):
     return [Interval(kind, 0, None, closed="left"), None]
-
-
-class Fitted:
-    """What a fitted :class:`CRF` holds: the vectorizer, the tagger, the
-    labels in CRFsuite's order (of first appearance) and each column's
-    CRFsuite attribute name."""
-
-    def __init__(self, vectorizer, tagger, labels, attributes):
-        self.vectorizer = vectorizer
-        self.tagger = tagger
-        self.labels = list(labels)
-        self.attributes = np.asarray(attributes, dtype=object)
-
-    def predict_codes(self, X):
-        return self.tagger.predict(self.vectorizer.transform(X))
 
 
 class TrainingLog:
@@ -637,7 +623,6 @@ def _read_model(path):
     with open(path, "rb") as f:
         head = f.read(4)
     if head == CRFSUITE_MAGIC:
-        from ._crfsuite_file import fitted_from_crfsuite
         return fitted_from_crfsuite(path)
     with open(path, "rb") as f:
         state = pickle.load(f)
@@ -645,3 +630,30 @@ def _read_model(path):
         raise ValueError(f"model_filename: {path!r} holds neither a CRFsuite model nor one "
                          "written by sklstruct.compat.CRF")
     return state
+
+
+def from_crfsuite(path):
+    """A :class:`~sklstruct.compat.CRF` with the model of a CRFsuite file.
+
+    Reads a ``.crfsuite`` model (written by CRFsuite, python-crfsuite or
+    sklearn-crfsuite) through python-crfsuite's ``Tagger.info()``: its
+    labels, attributes, state and transition weights become a fitted
+    :class:`~sklstruct.compat.CRF` that takes the same feature dicts and
+    predicts the labels CRFsuite predicts (same scores: CRFsuite's chain
+    has no start or end weights, so those are 0), without retraining.  Its
+    tagger (``CRF.tagger_`` stand-in; the sklstruct model is
+    ``crf._fitted().tagger``, a :class:`~sklstruct.CRFTagger`) also gives
+    marginals, k-best sequences and calibration.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    CRF
+        Fitted; its parameters are the defaults (``fit`` would retrain).
+    """
+    crf = CRF()
+    crf._state = fitted_from_crfsuite(path)
+    return crf

@@ -2,7 +2,7 @@
 import numpy as np
 from sklearn.feature_extraction import DictVectorizer
 
-from ._model import CRFsuiteDicts, CRFsuiteLBFGS, crfsuite_vocabulary
+from ._model import CRFsuiteDicts, CRFsuiteLBFGS, Fitted, crfsuite_vocabulary
 
 
 def fitted_from_crfsuite(path):
@@ -10,7 +10,6 @@ def fitted_from_crfsuite(path):
     its weights read by python-crfsuite's ``Tagger.info()``, its attributes
     turned into the vectorizer names that give them (see
     :func:`~sklstruct.compat._model.crfsuite_vocabulary`)."""
-    from ._crf import Fitted
     try:
         import pycrfsuite
     except ImportError as exc:                      # pragma: no cover
@@ -63,31 +62,3 @@ def fitted_from_crfsuite(path):
     vectorizer.n_features_out_ = F
     vectorizer.n_columns_ = F
     return Fitted(vectorizer, model, order, attributes)
-
-
-def from_crfsuite(path):
-    """A :class:`~sklstruct.compat.CRF` with the model of a CRFsuite file.
-
-    Reads a ``.crfsuite`` model (written by CRFsuite, python-crfsuite or
-    sklearn-crfsuite) through python-crfsuite's ``Tagger.info()``: its
-    labels, attributes, state and transition weights become a fitted
-    :class:`~sklstruct.compat.CRF` that takes the same feature dicts and
-    predicts the labels CRFsuite predicts (same scores: CRFsuite's chain
-    has no start or end weights, so those are 0), without retraining.  Its
-    tagger (``CRF.tagger_`` stand-in; the sklstruct model is
-    ``crf._fitted().tagger``, a :class:`~sklstruct.CRFTagger`) also gives
-    marginals, k-best sequences and calibration.
-
-    Parameters
-    ----------
-    path : str or path-like
-
-    Returns
-    -------
-    CRF
-        Fitted; its parameters are the defaults (``fit`` would retrain).
-    """
-    from ._crf import CRF
-    crf = CRF()
-    crf._state = fitted_from_crfsuite(path)
-    return crf

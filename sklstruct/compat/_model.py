@@ -13,16 +13,32 @@ chain model's.
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._progress import report
 from .._viterbi import viterbi_decode
-from ..chain import as_stacked, pack_chain
+from ..chain import StackedSentences, as_stacked, pack_chain
 from ..features._dict import DictSequenceVectorizer, _check_sentence, _item_features
 from ..features._dict_kernel import FeatureWalk
 from .._validation import MAX_ABS_FEATURE, check_sentence_list
 from ..learners._base import ChainTagger
 from ..learners._crf_shard import CRFShard
 from ..learners.crf import CRFTagger
+
+
+class Fitted:
+    """What a fitted :class:`CRF` holds: the vectorizer, the tagger, the
+    labels in CRFsuite's order (of first appearance) and each column's
+    CRFsuite attribute name."""
+
+    def __init__(self, vectorizer, tagger, labels, attributes):
+        self.vectorizer = vectorizer
+        self.tagger = tagger
+        self.labels = list(labels)
+        self.attributes = np.asarray(attributes, dtype=object)
+
+    def predict_codes(self, X):
+        return self.tagger.predict(self.vectorizer.transform(X))
 
 
 # -- attributes --------------------------------------------------------------------------------
@@ -69,8 +85,6 @@ class CRFsuiteDicts(DictSequenceVectorizer):
         if n is None or n == data.n_features:
             return data
         m = data.matrix
-        import scipy.sparse as sp
-        from ..chain import StackedSentences
         return StackedSentences(sp.csr_matrix((m.data, m.indices, m.indptr),
                                               shape=(m.shape[0], n)), data.offsets)
 

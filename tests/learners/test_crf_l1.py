@@ -5,7 +5,7 @@ tests/api/test_compat.py (it needs CRFsuite's model: no start or end weights).""
 import numpy as np
 import pytest
 from scipy.optimize import minimize
-from scipy.special import expit, log1p
+from scipy.special import expit
 
 from sklstruct import CRFTagger
 from sklstruct.optimize import lbfgs, owlqn, pseudo_gradient
