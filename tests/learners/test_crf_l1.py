@@ -183,3 +183,23 @@ def test_crf_l1_refuses_exp_losses_and_bad_ratio():
         CRFTagger(l1_ratio=1.5).fit(X, y)
     # the pointwise log loss takes it
     CRFTagger(loss="pointwise_log", l1_ratio=0.5, max_iter=20).fit(X, y)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_crf_l1_on_dask_bags_is_the_serial_model():
+    """OWL-QN runs where L-BFGS ran, on the objective summed over the
+    partitions: with bags the model is the serial one (to rounding)."""
+    pytest.importorskip("distributed")
+    import dask.bag as db
+    from distributed import Client, LocalCluster
+
+    X, y = crf_problem()
+    params = dict(C=0.5, l1_ratio=0.5, max_iter=6)
+    serial = CRFTagger(**params).fit(X, y)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        dist = CRFTagger(**params).fit(db.from_sequence(X, npartitions=3),
+                                       db.from_sequence(y, npartitions=3))
+    assert dist.objective_ == pytest.approx(serial.objective_, rel=1e-8)
+    np.testing.assert_allclose(dist.coef_, serial.coef_, atol=1e-8)
+    np.testing.assert_array_equal(dist.coef_ == 0, serial.coef_ == 0)
