@@ -411,8 +411,9 @@ class CRF(BaseEstimator):
         if (X_dev is None) != (y_dev is None):
             raise ValueError("Pass both X_dev and y_dev to use the holdout data")
         self._check_settings()
-        self.__dict__.pop("_state", None)
-        self.__dict__.pop("_cache", None)
+        for name in ("_state", "_cache", "_tagger"):
+            self.__dict__.pop(name, None)
+        X = X if hasattr(X, "__len__") else list(X)      # sklearn-crfsuite takes iterables
         y = _text_labels(y, "y")
         tic = time.perf_counter()
         vectorizer = CRFsuiteDicts()
