@@ -8,13 +8,22 @@ The build writes the API stubs (``generated/``), the gallery pages
 (``auto_examples/``) and ``_build/`` into docs/; none of them is under version
 control (docs/.gitignore).
 """
+import os
 import re
 import sys
 from pathlib import Path
 
-import sklstruct
-
 DOCS = Path(__file__).resolve().parent
+try:
+    import sklstruct
+except ImportError:
+    # ``python -m sphinx`` from the checkout's root puts the checkout first on
+    # sys.path, and its sklstruct/ is the source tree, unbuilt unless built in
+    # place: document the installed package instead.
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != str(DOCS.parent)]
+    for name in [m for m in sys.modules if m.split(".")[0] == "sklstruct"]:
+        del sys.modules[name]
+    import sklstruct
 sys.path.insert(0, str(DOCS / "sphinxext"))
 
 # -- project -------------------------------------------------------------------

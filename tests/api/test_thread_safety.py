@@ -17,6 +17,9 @@ from sklstruct._registry import ESTIMATORS, PARSERS
 from sklstruct.parsing import Tree
 from _oracles import make, outcome
 
+# ConvergenceWarning is expected here: short fits: the models only need to exist
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
 # two training sets of the same width whose models differ in labels and weights
 _RNG = np.random.default_rng(0)
 X = [_RNG.normal(size=(3 + i % 4, 5)) for i in range(12)]

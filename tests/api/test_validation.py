@@ -7,6 +7,9 @@ from sklstruct import LaRankTagger, SDMTagger, StructuredPerceptronTagger
 from sklstruct._registry import TAGGERS
 from _oracles import make
 
+# ConvergenceWarning is expected here: fits of a few iterations on purpose
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
 ESTIMATORS = list(TAGGERS.values())
 
 

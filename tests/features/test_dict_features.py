@@ -11,6 +11,9 @@ from sklstruct import (CRFTagger, DictSequenceVectorizer, SequenceVectorizer,
 from sklstruct.datasets import make_chunking_corpus
 from sklstruct.metrics import get_scorer
 
+# ConvergenceWarning is expected here: short CRF fits on purpose
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
 
 def test_the_same_features_give_the_same_model():
     """A SequenceVectorizer's features written as dicts (its token feature

@@ -20,6 +20,9 @@ from sklstruct.learners._confidence import (KBestLists, sentence_probability,
                                             tempered_marginals)
 from sklstruct.metrics import expected_calibration_error
 
+# ConvergenceWarning is expected here: short CRF fits on purpose
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
 RUNNER = StructuredPerceptronTagger(n_jobs=2)     # threads of the corpus functions
 
 

@@ -15,6 +15,10 @@ from sklstruct import CRFTagger
 from sklstruct.chain import as_stacked
 from _oracles import brute_force, random_problem, separable_problem
 
+# ConvergenceWarning is expected here: fits stopped early on purpose
+# (the tests compare runs, not optima)
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
 LOSSES = ["log", "exp", "pointwise_log", "pointwise_exp"]
 
 

@@ -1,0 +1,60 @@
+"""What a user gets with the defaults: SWVMTagger() against KBestMIRATagger().
+
+Issue 31, item 2.  ``SWVMTagger``'s defaults are the configuration that the
+5-fold protocol of ``bench_swvm.py`` chose on the development parts for both
+corpora (aggressive, K = 5, C = 0.1; gamma "optimization" on CoNLL-2000,
+"softmin" on Spanish, within 0.1 dev F1 of each other).  Here both learners
+run with nothing but ``random_state=0`` on the standard splits: CoNLL-2000
+(train.txt -> test.txt, ``feature_set("chunking")``) and CoNLL-2002 Spanish
+(esp.train -> esp.testb, ``feature_set("ner")``), 10 epochs (the default).
+Prints chunk F1 and fit seconds per learner.
+
+Usage::
+
+    python benchmarks/bench_defaults.py [--data DIR] [--out FILE]
+"""
+import argparse
+from pathlib import Path
+
+from common import DEFAULT_DATA, quiet_fit, report
+
+from sklstruct import KBestMIRATagger, SWVMTagger
+from sklstruct.datasets import read_conll
+from sklstruct.features import feature_set
+from sklstruct.metrics import chunk_f1_score
+
+CORPORA = [("CoNLL-2000", "conll2000/train.txt", "conll2000/test.txt", "chunking"),
+           ("CoNLL-2002 Spanish testb", "conll2002/esp.train", "conll2002/esp.testb", "ner")]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=DEFAULT_DATA)
+    parser.add_argument("--out")
+    args = parser.parse_args(argv)
+    rows = ["| corpus | features | learner | chunk F1 | fit s |", "|---|---|---|---|---|"]
+    verdicts = []
+    for name, train, test, preset in CORPORA:
+        tokens, labels = read_conll(Path(args.data) / train)
+        tokens_test, labels_test = read_conll(Path(args.data) / test)
+        vectorizer = feature_set(preset).fit(tokens, labels)
+        X, X_test = vectorizer.transform(tokens), vectorizer.transform(tokens_test)
+        f1 = {}
+        for learner in (SWVMTagger(random_state=0), KBestMIRATagger(random_state=0)):
+            seconds = quiet_fit(learner, X, labels)
+            f1[type(learner).__name__] = score = 100 * chunk_f1_score(
+                labels_test, learner.predict(X_test))
+            rows.append(f"| {name} | feature_set(\"{preset}\") | {type(learner).__name__}() | "
+                        f"{score:.2f} | {seconds:.1f} |")
+            print(rows[-1], flush=True)
+        diff = f1["SWVMTagger"] - f1["KBestMIRATagger"]
+        verdicts.append(f"* {name}: SWVMTagger() - KBestMIRATagger() = {diff:+.2f} "
+                        f"(target >= 0: {'met' if diff >= 0 else 'not met'})")
+    body = ("Both learners with their defaults and random_state=0.\n\n" + "\n".join(rows)
+            + "\n\n" + "\n".join(verdicts) + "\n")
+    report("The defaults: SWVMTagger() against KBestMIRATagger()", "bench_defaults.py", argv,
+           body, args.out)
+
+
+if __name__ == "__main__":
+    main()
