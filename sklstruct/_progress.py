@@ -4,8 +4,12 @@ format for every learner::
     -- Epoch 3: mistakes 12/100 (12.00%), updates 40, 0.123 s
 
 the unit of work and its number, what it did (name and value, in order), and
-the seconds it took.
+the seconds it took.  With ``verbose >= 2`` long work also shows a progress
+bar (:func:`progress_bar`, tqdm's, an optional dependency) and prints those
+lines above it.
 """
+import sys
+import warnings
 
 
 def _value(value):
@@ -42,3 +46,36 @@ def report(verbose, step, number, fields, seconds):
     """Print :func:`progress_line` (flushed) when ``verbose`` is set."""
     if verbose:
         print(progress_line(step, number, fields, seconds), flush=True)
+
+
+class _Lines:
+    """The stand-in of a bar where there is none: ``write`` prints the line."""
+    n = 0
+
+    def update(self, n=1):
+        self.n += n
+
+    @staticmethod
+    def write(line):
+        print(line, flush=True)
+
+    def close(self):
+        pass
+
+
+def progress_bar(verbose, total, unit, desc):
+    """A progress bar for ``verbose >= 2`` (tqdm's, on stderr), else None.
+
+    Without tqdm installed, ``verbose >= 2`` warns once and gets an object
+    with the bar's ``update``, ``write`` and ``close`` that prints the lines
+    only, as ``verbose=1`` does.
+    """
+    if not verbose or verbose < 2:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        warnings.warn("verbose=2 shows a progress bar with tqdm, which is not installed "
+                      "(pip install tqdm); printing one line per step instead", stacklevel=3)
+        return _Lines()
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, dynamic_ncols=True)

@@ -463,6 +463,13 @@ class CuttingPlane:
         self.converged_ = False
         solve = self._one_slack if self.solver == "1-slack" else self._n_slack
         self.n_iter_ = solve(oracle, n_samples)
+        if self.verbose:
+            last = self.history_[-1] if self.history_ else {}
+            how = ("converged: no constraint violated by more than tol" if self.converged_
+                   else "stopped at max_iter without converging")
+            print(f"-- [{self.name}] {how} after {self.n_iter_} oracle passes "
+                  f"(dual {last.get('dual', float('nan')):.6g}, "
+                  f"{time.perf_counter() - self._start:.3f} s)", flush=True)
         return self
 
     def _most_violated(self, oracle, n):
@@ -510,9 +517,10 @@ class CuttingPlane:
                  "seconds": time.perf_counter() - self._start}
         self.history_.append(entry)
         fields = [("violated", violated), ("working set", qp.n_constraints),
-                  ("dual", entry["dual"]), ("primal <=", primal)]
-        report(self.verbose, f"[{self.name}] Iteration", it,
-               fields + ([("from", "the cache")] if cached else []), entry["seconds"])
+                  ("dual", entry["dual"])]
+        # a pass over the cache calls no oracle, so it has no primal bound
+        fields.append(("from", "the cache") if cached else ("primal <=", primal))
+        report(self.verbose, f"[{self.name}] Iteration", it, fields, entry["seconds"])
 
     def _solve(self, patience):
         """Re-solve the working set; ``w = w0 + u``."""

@@ -31,6 +31,7 @@ from .._dask import is_bag, map_bag
 from .._publish import publishes, reads_model
 from .._chain import ChainWeights
 from .._parallel import block_ranges, guided_ranges, run
+from .._progress import progress_bar
 from .._validation import (MAX_K, N_JOBS_CONSTRAINT, check_alloc, check_classes, check_k,
                            check_label_sequences, sentence_tags)
 from .._viterbi import chain_order, decode_corpus, kbest_decode
@@ -510,19 +511,31 @@ class ChainLearner(ChainTagger):
         if chain_data.allowed is not None and chain_data.allowed[1].size \
                 and chain_data.allowed[1].max() >= len(classes):
             raise ValueError(f"allowed labels must lie in [0, {len(classes)})")
-        for _ in range(n_epochs):
-            n = len(data)
-            order = (self._rng.permutation(n) if self.shuffle
-                     else np.arange(n)).astype(np.int64)
-            tic = time.perf_counter()
-            record = self._epoch(chain_data, codes, order, self._rng)
-            self.n_iter_ += 1
-            record = {"epoch": self.n_iter_, **record, "sentences": n,
-                      "seconds": time.perf_counter() - tic}
-            record.update(self._after_epoch(chain_data, codes))
-            self.history_.append(record)
-            if self.verbose:
-                print(self._describe(record), flush=True)
+        n = len(data)
+        # verbose >= 2: a bar of the sentences visited, which a family's
+        # _epoch may advance as it goes (self._bar), the epochs' lines above it
+        bar = progress_bar(self.verbose, n_epochs * n, "sentences", type(self).__name__)
+        try:
+            for _ in range(n_epochs):
+                order = (self._rng.permutation(n) if self.shuffle
+                         else np.arange(n)).astype(np.int64)
+                tic = time.perf_counter()
+                self._bar, counted = bar, bar.n if bar is not None else 0
+                record = self._epoch(chain_data, codes, order, self._rng)
+                self.n_iter_ += 1
+                record = {"epoch": self.n_iter_, **record, "sentences": n,
+                          "seconds": time.perf_counter() - tic}
+                record.update(self._after_epoch(chain_data, codes))
+                self.history_.append(record)
+                if bar is not None:
+                    bar.update(counted + n - bar.n)    # what _epoch did not count
+                    bar.write(self._describe(record))
+                elif self.verbose:
+                    print(self._describe(record), flush=True)
+        finally:
+            self.__dict__.pop("_bar", None)
+            if bar is not None:
+                bar.close()
         if publish:
             self._publish(final)
         return self

@@ -3,6 +3,7 @@ coordinate learners, each a :class:`._base.ChainLearner` whose pass is one
 call of its Cython kernel (``_online.pyx``, ``_dual.pyx``)."""
 from numbers import Integral, Real
 
+import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -96,10 +97,20 @@ class DualLearner(ChainLearner):
             # the random picks of support patterns, drawn after the order so
             # that a learner without them visits examples like the online ones
             self._dual.seed(int(rng.randint(1, 2**62)))
-        mistakes, steps, _ = dual_epoch(
-            self._dual, data, order, self._weights, int(self.k), cost=COSTS[self.cost],
-            tol=float(self.tol), kappa=float(self.kappa), max_smo_steps=int(self.max_smo_iter),
-            **params)
+        bar = getattr(self, "_bar", None)
+        # with a progress bar the pass runs in pieces of the order, which
+        # visits the examples exactly as one call does (the state, the weights'
+        # averaging clock and the random picks live in self._dual and weights)
+        pieces = [order] if bar is None else np.array_split(order, min(len(order), 100))
+        mistakes = steps = 0
+        for piece in pieces:
+            m, s, _ = dual_epoch(
+                self._dual, data, np.ascontiguousarray(piece), self._weights, int(self.k),
+                cost=COSTS[self.cost], tol=float(self.tol), kappa=float(self.kappa),
+                max_smo_steps=int(self.max_smo_iter), **params)
+            mistakes, steps = mistakes + m, steps + s
+            if bar is not None:
+                bar.update(len(piece))
         self.n_support_ = self._dual.n_support
         self.dual_objective_ = self._dual.objective
         return {"mistakes": mistakes, "smo_steps": steps,

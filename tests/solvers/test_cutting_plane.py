@@ -130,9 +130,24 @@ def test_cutting_plane_max_iter_and_history():
 
 def test_cutting_plane_verbose(capsys):
     oracle = problem(4)
-    CuttingPlane(1.0, max_iter=3, verbose=1, name="Toy").fit(oracle, len(oracle.y),
+    CuttingPlane(1.0, max_iter=1, verbose=1, name="Toy").fit(oracle, len(oracle.y),
                                                              np.zeros(oracle.d * oracle.K))
-    assert capsys.readouterr().out.startswith("-- [Toy] Iteration 1: violated")
+    out = capsys.readouterr().out
+    assert out.startswith("-- [Toy] Iteration 1: violated")
+    assert out.splitlines()[-1].startswith("-- [Toy] stopped at max_iter without converging")
+
+
+@pytest.mark.parametrize("solver", ["n-slack", "1-slack"])
+def test_cutting_plane_verbose_says_it_converged_and_prints_no_nan(solver, capsys):
+    oracle = problem(0)
+    cp = CuttingPlane(1.0, solver=solver, max_iter=500, tol=1e-7, verbose=1, name="Toy")
+    cp.fit(oracle, len(oracle.y), np.zeros(oracle.d * oracle.K))
+    out = capsys.readouterr().out
+    assert cp.converged_ and "nan" not in out
+    assert out.splitlines()[-1].startswith(f"-- [Toy] converged: no constraint violated by "
+                                           f"more than tol after {cp.n_iter_} oracle passes")
+    if any(h["cached"] for h in cp.history_):      # a cache pass names its source
+        assert "from the cache" in out
 
 
 # -- hostile arguments and oracle outputs: refused naming the argument or example -----
