@@ -1,0 +1,469 @@
+"""The classes a model file may name, what it stores of each, and how a
+loaded object is checked.
+
+An object is stored as its attributes (its parameters and its fitted
+state, ``vars(obj)``) minus what it can rebuild (caches) or does not need to
+predict (the training state of the online and dual learners, as a lean
+pickle drops it).  It is loaded by ``cls.__new__`` and setting exactly those
+attributes: no constructor, ``__setstate__`` or other code named by the file
+runs.  Which attributes a class may have is fixed here: its constructor
+parameters, public fitted names (``lower_case_``) and the private names
+listed in :data:`RULES`; a file with any other is refused.  Each rule's
+``check`` then verifies what the Cython kernels will read (shapes, dtypes,
+index ranges) and rebuilds the caches, so that a crafted file can make a
+model wrong but never make a kernel read out of bounds.
+"""
+import re
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.pipeline import Pipeline
+
+from .._publish import Cache
+from .._registry import ESTIMATORS
+from ..features import (BrownClusters, DictSequenceVectorizer, EmbeddingFeatures,
+                        GazetteerFeatures, LabelDictionaryFeatures, SentenceFeatureUnion,
+                        SequenceVectorizer)
+from ..features._templates import _parse_templates
+from ..learners._base import ChainTagger
+from ..learners.constrained import ConstrainedTagger
+from ..learners.m3n import M3NSGDTagger, M3NTagger
+from ..parsing.base import BaseParser
+from ..parsing.grammar import Grammar
+from ..parsing.model import CompiledGrammar
+from ..parsing.parser import F1MaxMarginParser
+from ..parsing.pcfg import PCFGParser
+from ..parsing.spans import SpanFeatures
+
+_FITTED = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*_$")
+
+
+def _fail(path, message):
+    raise ValueError(f"{path}: {message}")
+
+
+def _array(obj, name, path, kinds, ndim=None, shape=None):
+    """``obj.name`` as an ndarray of a dtype kind in ``kinds`` (and of
+    ``ndim`` dimensions or exactly ``shape``), else ValueError."""
+    a = getattr(obj, name)
+    if not isinstance(a, np.ndarray) or a.dtype.kind not in kinds:
+        _fail(path, f"{name} must be an array of kind {kinds!r}; got "
+                    f"{getattr(a, 'dtype', type(a).__name__)}")
+    if ndim is not None and a.ndim != ndim:
+        _fail(path, f"{name} must have {ndim} dimensions; got shape {a.shape}")
+    if shape is not None and a.shape != tuple(shape):
+        _fail(path, f"{name} must have shape {tuple(shape)}; got {a.shape}")
+    return a
+
+
+def _int(obj, name, path, low=0, high=None):
+    v = getattr(obj, name)
+    if type(v) is not int or v < low or (high is not None and v > high):
+        _fail(path, f"{name} must be an int >= {low}; got {v!r}")
+    return v
+
+
+def _in_range(a, low, high, what, path):
+    if a.size and (a.min() < low or a.max() >= high):
+        _fail(path, f"{what} holds values outside [{low}, {high})")
+
+
+def _str_dict(d, what, path, values=None):
+    if not isinstance(d, dict) or not all(type(k) is str for k in d):
+        _fail(path, f"{what} must be a dict with string keys")
+    if values is not None and not all(type(v) is values for v in d.values()):
+        _fail(path, f"{what} must map strings to {values.__name__}s")
+    return d
+
+
+# -- the checks, by class (every rule along the class's MRO runs) ---------------------
+
+def _check_chain(obj, path):
+    if not hasattr(obj, "classes_"):
+        return
+    classes = obj.classes_
+    if (not isinstance(classes, np.ndarray) or classes.ndim != 1 or not len(classes)
+            or classes.dtype.kind not in "iuUO"
+            or classes.dtype == object and not all(type(c) is str for c in classes)):
+        _fail(path, "classes_ must be a non-empty 1-d array of labels (ints or strings)")
+    if len(classes) > 1 and not np.all(classes[1:] > classes[:-1]):
+        _fail(path, "classes_ must be sorted and distinct")
+    L = len(classes)
+    F = _int(obj, "n_features_in_", path)
+    if isinstance(obj, ConstrainedTagger):
+        return
+    coef = getattr(obj, "coef_", None)
+    if sp.issparse(coef):                       # stored sparse when mostly zeros
+        if coef.dtype.kind != "f":
+            _fail(path, "coef_ must hold floats")
+        # Fortran order, as fit leaves it: coef_.T is the C-contiguous W decoding reads
+        obj.coef_ = coef = coef.toarray(order="F")
+    if coef is not None or not isinstance(obj, M3NTagger):
+        _array(obj, "coef_", path, "f", shape=(L, F))
+        if coef.dtype not in (np.float32, np.float64):
+            _fail(path, "coef_ must be float32 or float64")
+    for name, shape in (("transition_coef_", (L, L)), ("start_coef_", (L,)),
+                        ("end_coef_", (L,))):
+        if _array(obj, name, path, "f", shape=shape).dtype != np.float64:
+            _fail(path, f"{name} must be float64")
+    if obj.trigram_coef_ is not None and \
+            _array(obj, "trigram_coef_", path, "f", shape=(L, L, L)).dtype != np.float64:
+        _fail(path, "trigram_coef_ must be float64")
+    calibration = getattr(obj, "calibration_", None)
+    if calibration is not None and not isinstance(calibration, (float, dict)):
+        _fail(path, "calibration_ must be a number")
+    obj.__dict__["_resumable"] = False
+
+
+def _check_m3n(obj, path):
+    obj._index = Cache()
+    if not hasattr(obj, "_kernel"):
+        return
+    k = obj._kernel
+    if (not isinstance(k, tuple) or len(k) != 4 or k[0] not in ("linear", "poly", "rbf")
+            or type(k[1]) is not float or type(k[2]) is not float or type(k[3]) is not int):
+        _fail(path, "_kernel must be (kernel name, gamma, coef0, degree)")
+    if k[0] == "linear":
+        return
+    sv = obj.support_vectors_
+    if not (sp.issparse(sv) and sv.format == "csr" and sv.shape[1] == obj.n_features_in_):
+        _fail(path, f"support_vectors_ must be CSR with {obj.n_features_in_} columns")
+    n, L = sv.shape[0], len(obj.classes_)
+    _array(obj, "dual_coef_", path, "f", shape=(n, L))
+    obj.dual_coef_ = np.ascontiguousarray(obj.dual_coef_, dtype=np.float64)
+    _array(obj, "support_", path, "iu", shape=(n,))
+    if obj.n_support_ != n:
+        _fail(path, f"n_support_ is {obj.n_support_!r}; support_vectors_ has {n} rows")
+
+
+def _check_constrained(obj, path):
+    if not hasattr(obj, "estimator_"):
+        return
+    if not isinstance(obj.estimator_, ChainTagger) or \
+            not np.array_equal(obj.estimator_.classes_, obj.classes_) or \
+            obj.estimator_.n_features_in_ != obj.n_features_in_:
+        _fail(path, "estimator_ must be a fitted tagger of the same classes and features")
+    L = len(obj.classes_)
+    if obj.allowed_transitions_ is not None:
+        _array(obj, "allowed_transitions_", path, "b", shape=(L + 2, L))
+    d = obj._word_labels
+    if d is None:
+        return
+    if not (isinstance(d, tuple) and len(d) == 3
+            and all(isinstance(a, np.ndarray) and a.ndim == 1 for a in d)):
+        _fail(path, "_word_labels must be (words, indptr, labels), three 1-d arrays")
+    words, indptr, labels = d
+    if (indptr.dtype != np.int64 or labels.dtype != np.int32 or len(indptr) != len(words) + 1
+            or indptr[0] != 0 or indptr[-1] != len(labels) or np.any(np.diff(indptr) < 0)):
+        _fail(path, "_word_labels: indptr does not index the labels")
+    _in_range(labels, 0, L, "_word_labels' labels", path)
+    if len(words) > 1 and not np.all(words[1:] > words[:-1]):
+        _fail(path, "_word_labels' words must be sorted")
+
+
+def _check_sequence_vectorizer(obj, path):
+    obj.__dict__.pop("_compiled", None)
+    if not hasattr(obj, "templates_"):
+        return
+    names = obj.templates_
+    if not isinstance(names, list) or not names or not all(type(n) is str for n in names):
+        _fail(path, "templates_ must be a non-empty list of template names")
+    # the parsed instances are rebuilt from their names, never read from the file
+    instances = _parse_templates(names, 0)
+    if [n for n, _ in instances] != names:
+        _fail(path, "templates_ are not the canonical names of template instances")
+    if obj._boundary not in ("symbol", "skip") or type(obj._hashing) is not bool:
+        _fail(path, "_boundary or _hashing is not a boundary mode and a bool")
+    n = _int(obj, "n_features_out_", path, low=1 if obj._hashing else 0)
+    obj._instances = instances
+    if obj.clusters_ is not None:
+        _str_dict(obj.clusters_, "clusters_", path, str)
+    if obj._hashing:
+        obj.__dict__.pop("vocabulary_", None)
+        obj._compiled = {"vocabulary": None, "table": None}
+        return
+    vocabulary = _str_dict(obj.vocabulary_, "vocabulary_", path, int)
+    columns = np.fromiter(vocabulary.values(), dtype=np.int64, count=len(vocabulary))
+    if len(vocabulary) != n or not np.array_equal(np.sort(columns), np.arange(n)):
+        _fail(path, f"vocabulary_ must number its {len(vocabulary)} features 0..{n - 1}")
+    obj._compiled = {"vocabulary": vocabulary, "table": None}
+
+
+def _check_dict_vectorizer(obj, path):
+    if not hasattr(obj, "vocabulary_"):
+        return
+    vocabulary = _str_dict(obj.vocabulary_, "vocabulary_", path, int)
+    names = obj.feature_names_
+    if not isinstance(names, list) or len(names) != len(vocabulary) or \
+            any(vocabulary.get(f) != i for i, f in enumerate(names)):
+        _fail(path, "vocabulary_ and feature_names_ disagree")
+
+
+def _check_dict_sequence_vectorizer(obj, path):
+    if hasattr(obj, "vectorizer_"):
+        if not isinstance(obj.vectorizer_, DictVectorizer):
+            _fail(path, "vectorizer_ must be a DictVectorizer")
+        if obj.n_features_out_ != len(obj.vectorizer_.feature_names_):
+            _fail(path, "n_features_out_ differs from the DictVectorizer's")
+
+
+def _check_grammar_parser(obj, path):
+    if not hasattr(obj, "grammar_"):
+        return
+    g, c = obj.grammar_, obj.compiled_
+    if not isinstance(g, Grammar) or not isinstance(c, CompiledGrammar):
+        _fail(path, "grammar_ and compiled_ must be a Grammar and a CompiledGrammar")
+    for name in ("binary", "unary", "roots", "preterminals"):
+        if not np.array_equal(getattr(g, name), getattr(c, name)):
+            _fail(path, f"grammar_ and compiled_ have different {name} rules")
+    if c.n_symbols != len(g.symbols) or obj.max_unary_chain_ != c.max_chain:
+        _fail(path, "grammar_ and compiled_ have different symbols or unary chains")
+    if obj.fallback_root_ not in g.index:
+        _fail(path, "fallback_root_ is not a symbol of the grammar")
+
+
+def _check_pcfg(obj, path):
+    if not hasattr(obj, "grammar_"):
+        return
+    c = obj.compiled_
+    for name, n in (("w_binary_", len(c.binary)), ("w_unary_", len(c.unary)),
+                    ("w_root_", len(c.roots))):
+        _array(obj, name, path, "f", shape=(n,))
+    if hasattr(obj, "log_emission_"):
+        lexicon = _str_dict(obj.lexicon_, "lexicon_", path, int)
+        rows = np.fromiter(lexicon.values(), dtype=np.int64, count=len(lexicon))
+        emission = _array(obj, "log_emission_", path, "f", ndim=2)
+        if emission.shape[1] != len(c.preterminals):
+            _fail(path, "log_emission_ needs one column per POS tag")
+        _in_range(rows, 0, emission.shape[0], "lexicon_", path)
+        _str_dict(obj.tag_index_, "tag_index_", path, int)
+        _in_range(np.array(list(obj.tag_index_.values()), dtype=np.int64), 0,
+                  len(c.preterminals), "tag_index_", path)
+
+
+def _check_f1_parser(obj, path):
+    if not hasattr(obj, "coef_"):
+        return
+    c = obj.compiled_
+    if not isinstance(obj.features_, frozenset) or not obj.features_ <= {"rules", "pcfg",
+                                                                         "spans"}:
+        _fail(path, "features_ must be a set of feature set names")
+    if "pcfg" in obj.features_ and not isinstance(obj.pcfg_, PCFGParser):
+        _fail(path, "pcfg_ must be a fitted PCFGParser")
+    if "spans" in obj.features_ and not isinstance(obj.span_features_, SpanFeatures):
+        _fail(path, "span_features_ must be a fitted SpanFeatures")
+    if not isinstance(obj.vectorizer_, SequenceVectorizer) or \
+            obj.n_word_features_ != obj.vectorizer_.n_features_out_:
+        _fail(path, "vectorizer_ must be the fitted word features")
+    S = c.n_symbols
+    spans = _array(obj, "span_symbols_", path, "iu", ndim=1)
+    _in_range(spans, 0, S, "span_symbols_", path)
+    if not np.array_equal(spans, np.flatnonzero(~c.is_preterminal)):
+        _fail(path, "span_symbols_ are not the grammar's phrasal symbols")
+    column = np.full(S, -1, dtype=np.int64)
+    column[spans] = np.arange(len(spans))
+    obj.span_column_ = column
+    _str_dict(obj.tag_column_, "tag_column_", path, int)
+    n = sum(size for _, size in obj._layout())
+    _array(obj, "coef_", path, "f", shape=(n,))
+    obj.coef_ = np.ascontiguousarray(obj.coef_, dtype=np.float64)
+    obj.n_weights_ = n
+    obj._set_views()          # the w_*_ blocks are views of coef_, as fit leaves them
+
+
+def _check_pipeline(obj, path):
+    steps = obj.steps
+    if not isinstance(steps, list) or not steps or not all(
+            isinstance(s, tuple) and len(s) == 2 and type(s[0]) is str for s in steps):
+        _fail(path, "steps must be a non-empty list of (name, estimator) pairs")
+    if obj.memory is not None:
+        _fail(path, "memory must be None")
+
+
+def _check_union(obj, path):
+    for name in ("transformer_list", "transformers_"):
+        parts = getattr(obj, name, [])
+        if not isinstance(parts, list) or not all(
+                isinstance(s, tuple) and len(s) == 2 and type(s[0]) is str for s in parts):
+            _fail(path, f"{name} must be a list of (name, transformer) pairs")
+
+
+# -- classes that are not estimators: stored by their constructor's arguments -------
+
+_GRAMMAR_ARGS = ("symbols", "preterminals", "binary", "unary", "roots", "max_unary_chain")
+
+
+def _grammar_state(g):
+    return dict(zip(_GRAMMAR_ARGS, g.__reduce__()[1]))
+
+
+def _grammar_build(state, path):
+    symbols = state["symbols"]
+    if not isinstance(symbols, list) or not symbols or not all(type(s) is str for s in symbols):
+        _fail(path, "symbols must be a non-empty list of strings")
+    if len(set(symbols)) != len(symbols):
+        _fail(path, "symbols must be distinct")
+    S = len(symbols)
+    for name, cols in (("preterminals", None), ("binary", 3), ("unary", 2), ("roots", None)):
+        a = state[name]
+        if not isinstance(a, np.ndarray) or a.dtype != np.int32 or (
+                a.ndim != 1 if cols is None else a.ndim != 2 or a.shape[1] != cols):
+            _fail(path, f"{name} must be an int32 array of rules")
+        _in_range(a, 0, S, name, path)
+    if type(state["max_unary_chain"]) is not int or state["max_unary_chain"] < 0:
+        _fail(path, "max_unary_chain must be an int >= 0")
+    return Grammar(symbols, state["preterminals"], state["binary"], state["unary"],
+                   state["roots"], state["max_unary_chain"])
+
+
+_COMPILED_ARGS = ("n_symbols", "binary", "unary", "roots", "preterminals", "base",
+                  "max_chain", "counted")
+
+
+def _compiled_build(state, path):
+    for name in _COMPILED_ARGS[1:]:
+        if name not in ("max_chain",) and not isinstance(state[name], np.ndarray):
+            _fail(path, f"{name} must be an array")
+    if type(state["n_symbols"]) is not int or type(state["max_chain"]) is not int:
+        _fail(path, "n_symbols and max_chain must be ints")
+    if state["max_chain"] > 8:
+        _fail(path, "max_chain is beyond what the parser supports")
+    # the constructor checks every rule against the symbols
+    return CompiledGrammar(*(state[n] for n in _COMPILED_ARGS))
+
+
+class Rule:
+    """How one class is stored and checked.
+
+    Parameters
+    ----------
+    private : tuple of str
+        Private attributes (``_name``) stored with the public ones.
+    drop : tuple of str
+        Attributes left out of the file (caches, views rebuilt on loading).
+    check : callable, optional
+        ``check(obj, path)``: verify a loaded object, rebuild what was dropped.
+    state, build : callable, optional
+        For a class stored by its constructor's arguments: ``state(obj)``
+        gives them as a dict, ``build(state, path)`` makes the object.
+    keys : tuple of str
+        The names of those arguments (a file must give exactly these).
+    """
+
+    def __init__(self, private=(), drop=(), check=None, state=None, build=None, keys=()):
+        self.private = frozenset(private)
+        self.keys = frozenset(keys)
+        self.drop = frozenset(drop)
+        self.check = check
+        self.state = state
+        self.build = build
+
+
+#: Rules by class; a class's rules are those of every class of its MRO here.
+RULES = {
+    ChainTagger: Rule(private=("_resumable",), drop=("_coef_pickled_sparse",),
+                      check=_check_chain),
+    M3NTagger: Rule(private=("_kernel",), drop=("_index",), check=_check_m3n),
+    ConstrainedTagger: Rule(private=("_word_labels",), check=_check_constrained),
+    BaseParser: Rule(check=_check_grammar_parser),
+    PCFGParser: Rule(check=_check_pcfg),
+    F1MaxMarginParser: Rule(drop=("_offsets", "w_binary_", "w_unary_", "w_root_", "w_lex_",
+                                  "w_pcfg_", "w_span_", "w_split_"),
+                            check=_check_f1_parser),
+    SequenceVectorizer: Rule(private=("_boundary", "_hashing"),
+                             drop=("_compiled", "_instances"),
+                             check=_check_sequence_vectorizer),
+    DictSequenceVectorizer: Rule(check=_check_dict_sequence_vectorizer),
+    DictVectorizer: Rule(check=_check_dict_vectorizer),
+    SentenceFeatureUnion: Rule(private=("_weights",), check=_check_union),
+    LabelDictionaryFeatures: Rule(private=("_key_of_value", "_layout_", "_n_first",
+                                           "_window")),
+    GazetteerFeatures: Rule(private=("_counts", "_entries", "_lowercase", "_vocabulary",
+                                     "_window")),
+    EmbeddingFeatures: Rule(private=("_lowercase", "_n_kmeans", "_unknown", "_window")),
+    BrownClusters: Rule(),
+    SpanFeatures: Rule(private=("_growing",)),
+    Pipeline: Rule(check=_check_pipeline),
+    Grammar: Rule(state=_grammar_state, build=_grammar_build, keys=_GRAMMAR_ARGS),
+    CompiledGrammar: Rule(state=lambda c: {n: getattr(c, n) for n in _COMPILED_ARGS},
+                          build=_compiled_build, keys=_COMPILED_ARGS),
+}
+
+#: The names a model file uses for classes, and the classes they stand for.
+CLASSES = {cls.__name__: cls for cls in ESTIMATORS.values()}
+CLASSES.update({cls.__name__: cls for cls in (
+    M3NSGDTagger, SequenceVectorizer, DictSequenceVectorizer, SentenceFeatureUnion,
+    BrownClusters, LabelDictionaryFeatures, GazetteerFeatures, EmbeddingFeatures)})
+CLASSES.update({
+    "sklearn.pipeline.Pipeline": Pipeline,
+    "sklearn.feature_extraction.DictVectorizer": DictVectorizer,
+    "sklstruct.parsing.Grammar": Grammar,
+    "sklstruct.parsing.CompiledGrammar": CompiledGrammar,
+    "sklstruct.parsing.SpanFeatures": SpanFeatures,
+})
+_NAMES = {cls: name for name, cls in CLASSES.items()}
+
+
+def _rules(cls):
+    return [RULES[c] for c in reversed(cls.__mro__) if c in RULES]
+
+
+def _allowed(cls, rules):
+    params = set(cls._get_param_names()) if hasattr(cls, "_get_param_names") else set()
+    private = set().union(*(r.private for r in rules))
+    return lambda name: name in params or name in private or bool(_FITTED.match(name))
+
+
+def describe(obj, path):
+    """``(class name, state)`` of an object a model file may hold."""
+    cls = type(obj)
+    if cls not in _NAMES:
+        raise TypeError(
+            f"{path}: a {cls.__module__}.{cls.__qualname__} cannot be stored in a model "
+            "file, which holds only sklstruct's estimators and vectorizers, scikit-learn "
+            "Pipelines of them, and plain data")
+    rules = _rules(cls)
+    custom = next((r for r in rules if r.state is not None), None)
+    if custom is not None:
+        return _NAMES[cls], custom.state(obj)
+    drop = set().union(*(r.drop for r in rules), getattr(cls, "_TRAINING_STATE", ()),
+                       {"_sklearn_version"})
+    state = {k: v for k, v in vars(obj).items() if k not in drop}
+    allowed = _allowed(cls, rules)
+    for name in state:
+        if not allowed(name):
+            raise TypeError(f"{path}: {cls.__name__}'s attribute {name!r} is not one the "
+                            "model file format describes (sklstruct.serialization's "
+                            "rules need a line for it)")
+    if "_resumable" in state:
+        state["_resumable"] = False
+    return _NAMES[cls], state
+
+
+def build(name, state, path):
+    """The object of class ``name`` (a name of :data:`CLASSES`) with ``state``."""
+    cls = CLASSES.get(name)
+    if cls is None:
+        _fail(path, f"the file names class {name!r}, which is not one of sklstruct's "
+                    "estimators, vectorizers or their parts; refused")
+    rules = _rules(cls)
+    custom = next((r for r in rules if r.build is not None), None)
+    if custom is not None:
+        if set(state) != set(custom.keys):
+            _fail(path, f"a {name} is stored as {sorted(custom.keys)}; got {sorted(state)}")
+        return custom.build(state, path)
+    allowed = _allowed(cls, rules)
+    bad = sorted(k for k in state if not allowed(k))
+    if bad:
+        _fail(path, f"{name} has no attribute {bad[0]!r} that a model file may set")
+    missing = sorted(set(cls._get_param_names()) - set(state)) if hasattr(
+        cls, "_get_param_names") else []
+    if missing:
+        _fail(path, f"{name} lacks its parameter {missing[0]!r}")
+    obj = cls.__new__(cls)
+    obj.__dict__.update(state)
+    for rule in rules:
+        if rule.check is not None:
+            rule.check(obj, path)
+    return obj

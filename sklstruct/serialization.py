@@ -1,0 +1,293 @@
+"""Model files that cannot run code: :func:`save_model` and :func:`load_model`.
+
+A model file is a zip archive that ``numpy.load(path, allow_pickle=False)``
+opens, as it opens an ``.npz`` file: every array of the model is a ``.npy``
+entry (``a0.npy``, ``a1.npy``, ...) and everything else is one JSON entry,
+``model.json``: the format's name and version, the sklstruct version that
+wrote it, the classes it names, and the model as a tree of plain values (the
+parameters, the vectorizer's templates and vocabulary, the label classes,
+the numbers of the fitted model) in which each array is a reference to its
+entry with its dtype and shape.
+
+Loading reads that tree and builds objects only of the classes sklstruct
+knows (its registered estimators, its vectorizers and their parts, and
+scikit-learn's ``Pipeline``), by setting the attributes the format allows
+for each, then checks what prediction will read (shapes, dtypes, index
+ranges) and rebuilds the caches.  Nothing stored in the file is executed:
+there is no pickle in it, and no name in it is imported.  A file that names
+another class, holds an entry the model does not use, holds an object
+array, is truncated or corrupt, has arrays of another dtype or shape than
+announced, or was written in a newer format version is refused with a
+``ValueError`` that says why.
+
+Compared with a pickle, a model file keeps what prediction needs, not the
+training state: a loaded online or dual learner predicts as the saved one
+did (bit for bit), but cannot continue training (``partial_fit`` and
+``warm_start`` refuse, naming the missing training state); a CRF with
+``warm_start=True`` starts from its weights as usual.
+"""
+import io
+import json
+import math
+import os
+import re
+import struct
+import sys
+import tempfile
+import zipfile
+import zlib
+
+import numpy as np
+
+from ._serialization.classes import build, describe
+from ._serialization.codec import Reader, Writer
+
+__all__ = ["save_model", "load_model", "FORMAT_VERSION"]
+
+#: The version of the format that :func:`save_model` writes; :func:`load_model`
+#: reads this one and older ones.
+FORMAT_VERSION = 1
+FORMAT_NAME = "sklstruct-model"
+METADATA = "model.json"
+_ENTRY = re.compile(r"^a(0|[1-9][0-9]{0,8})\.npy$")
+_MAX_HEADER = 10000
+
+
+def _version():
+    # the running package's version (``sklstruct`` is imported whenever this
+    # module is; importing it here would make an import cycle)
+    return getattr(sys.modules.get(__package__), "__version__", "unknown")
+
+
+def save_model(estimator, path):
+    """Save a fitted (or unfitted) estimator to a pickle-free model file.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A sklstruct tagger, meta-tagger or parser, a sklstruct vectorizer
+        (:class:`SequenceVectorizer`, :class:`DictSequenceVectorizer`,
+        :class:`SentenceFeatureUnion`, a :func:`feature_set`, with their
+        Brown clusters, label dictionary and gazetteer parts), or a
+        :class:`sklearn.pipeline.Pipeline` of them.
+    path : str or path-like
+        The file to write (replaced atomically when it exists).  Any suffix
+        works; ``.skls`` is the command line's.
+
+    Raises
+    ------
+    TypeError
+        When the estimator holds an object that a model file cannot store
+        (a scikit-learn transformer other than a Pipeline, a gensim model,
+        a user-defined subclass...), naming where it is.
+
+    See Also
+    --------
+    load_model : read the file back.
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklstruct import CRFTagger, feature_set, load_model, save_model
+    >>> X = [[("He", "PRP"), ("runs", "VBZ")], [("She", "PRP"), ("sleeps", "VBZ")]]
+    >>> y = [["B-NP", "B-VP"], ["B-NP", "B-VP"]]
+    >>> model = make_pipeline(feature_set("S1"), CRFTagger(max_iter=5)).fit(X, y)
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.skls")
+    >>> save_model(model, path)
+    >>> [list(s) for s in load_model(path).predict(X)]
+    [['B-NP', 'B-VP'], ['B-NP', 'B-VP']]
+    """
+    writer = Writer(describe)
+    tree = writer.encode(estimator)
+    if not (isinstance(tree, dict) and tree.get("t") == "object"):
+        raise TypeError(f"save_model: expected an estimator; got {type(estimator).__name__}")
+    metadata = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "sklstruct_version": _version(),
+        "numpy_version": np.__version__,
+        "class": tree["class"],
+        "classes": sorted(_class_names(tree)),
+        "model": tree,
+    }
+    text = json.dumps(metadata, ensure_ascii=False, allow_nan=False,
+                      separators=(",", ":")).encode("utf-8")
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".sklstruct-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr(METADATA, text)
+            for entry, array in writer.arrays.items():
+                with zf.open(entry, "w", force_zip64=array.nbytes > 2 ** 30) as out:
+                    np.lib.format.write_array(out, array, allow_pickle=False)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _class_names(node):
+    """The class names an encoded tree uses (iteratively: trees may be deep)."""
+    names, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, dict):
+            if n.get("t") == "object":
+                names.add(n["class"])
+            stack.extend(n.values())
+        elif isinstance(n, list):
+            stack.extend(n)
+    return names
+
+
+def load_model(path):
+    """Load an estimator saved by :func:`save_model`, running no code from the file.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    estimator
+        The saved estimator (or pipeline), which predicts exactly as the saved
+        one did.
+
+    Raises
+    ------
+    ValueError
+        The file is not a valid model file, saying why: not a zip archive (a
+        joblib or pickle file is named as such) or a truncated or corrupt one,
+        a newer format version, a class other than sklstruct's estimators,
+        vectorizers and scikit-learn's Pipeline, an entry the model does not
+        use, an object (pickled) array, an array whose dtype or shape differs
+        from what the model says, or fitted attributes that do not fit
+        together.
+
+    Examples
+    --------
+    See :func:`save_model`.
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        head = f.read(4)
+        f.seek(0)
+        if head[:1] == b"\x80" or head[:2] in (b"x\x9c", b"x\xda", b"x\x01", b"x^"):
+            raise ValueError(f"{path}: a pickle or joblib file, not a sklstruct model file; "
+                             "load_model never unpickles (a pickle runs code stored in it). "
+                             "Load it with joblib.load only if you trust it, then write it "
+                             "with save_model")
+        try:
+            return _load(f, path)
+        except ValueError:
+            raise
+        except (KeyError, IndexError, TypeError, AttributeError, OverflowError,
+                RecursionError, EOFError, UnicodeDecodeError, struct.error, zlib.error,
+                zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError,
+                io.UnsupportedOperation) as exc:
+            raise ValueError(f"{path}: not a valid sklstruct model file "
+                             f"({type(exc).__name__}: {exc})") from None
+
+
+def _load(f, path):
+    try:
+        zf = zipfile.ZipFile(f)
+    except zipfile.BadZipFile:
+        raise ValueError(f"{path}: not a sklstruct model file (not a zip archive, or a "
+                         "truncated one)") from None
+    with zf:
+        infos = {}
+        for info in zf.infolist():
+            if info.filename in infos:
+                raise ValueError(f"{path}: the entry {info.filename!r} appears twice")
+            if info.filename != METADATA and not _ENTRY.match(info.filename):
+                raise ValueError(f"{path}: holds the entry {info.filename!r}, which a model "
+                                 "file does not have; refused")
+            infos[info.filename] = info
+        if METADATA not in infos:
+            raise ValueError(f"{path}: not a sklstruct model file (no {METADATA} entry)")
+        metadata = _read_metadata(zf, infos[METADATA], path)
+        opened = set()
+
+        def open_array(entry, dtype, shape, fortran, where):
+            if entry not in infos or entry == METADATA:
+                raise ValueError(f"{where}: refers to the entry {entry!r}, which the file "
+                                 "does not hold")
+            if entry in opened:
+                raise ValueError(f"{where}: the entry {entry!r} is used twice")
+            opened.add(entry)
+            return _read_array(zf, infos[entry], dtype, shape, fortran, where)
+
+        model = Reader(open_array, build).decode(metadata["model"], "model")
+        unused = sorted(set(infos) - opened - {METADATA})
+        if unused:
+            raise ValueError(f"{path}: holds the entry {unused[0]!r}, which the model does "
+                             "not use; refused")
+    return model
+
+
+def _reject_constant(name):
+    raise ValueError(f"the JSON holds {name}")
+
+
+def _read_metadata(zf, info, path):
+    with zf.open(info) as f:
+        raw = f.read()
+    try:
+        metadata = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"{path}: {METADATA} is not valid JSON ({exc})") from None
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
+        raise ValueError(f"{path}: {METADATA} does not describe a sklstruct model")
+    version = metadata.get("format_version")
+    if type(version) is not int or version < 1:
+        raise ValueError(f"{path}: format_version {version!r} is not a version number")
+    if version > FORMAT_VERSION:
+        raise ValueError(f"{path}: written in model file format {version} (by sklstruct "
+                         f"{metadata.get('sklstruct_version')!r}); this sklstruct "
+                         f"{_version()} reads formats up to {FORMAT_VERSION}: upgrade it")
+    expected = {"format", "format_version", "sklstruct_version", "numpy_version", "class",
+                "classes", "model"}
+    if set(metadata) != expected:
+        raise ValueError(f"{path}: {METADATA} has the fields {sorted(metadata)}; expected "
+                         f"{sorted(expected)}")
+    return metadata
+
+
+def _read_array(zf, info, dtype, shape, fortran, where):
+    """The array of one ``.npy`` entry, refused unless its header announces
+    exactly ``dtype``, ``shape`` and order, and its size is that of the data."""
+    with zf.open(info) as f:
+        try:
+            major, minor = np.lib.format.read_magic(f)
+            if (major, minor) == (1, 0):
+                header = np.lib.format.read_array_header_1_0(f, max_header_size=_MAX_HEADER)
+            elif (major, minor) == (2, 0):
+                header = np.lib.format.read_array_header_2_0(f, max_header_size=_MAX_HEADER)
+            else:
+                raise ValueError(f"npy format version {major}.{minor}")
+        except (ValueError, SyntaxError) as exc:
+            raise ValueError(f"{where}: the entry {info.filename!r} is not a valid .npy "
+                             f"array ({exc})") from None
+        got_shape, got_fortran, got_dtype = header
+        if got_dtype.hasobject:
+            raise ValueError(f"{where}: the entry {info.filename!r} holds Python objects "
+                             "(a pickle); refused")
+        if got_dtype != dtype or tuple(got_shape) != shape or bool(got_fortran) != fortran:
+            raise ValueError(
+                f"{where}: the entry {info.filename!r} holds a {got_dtype} array of shape "
+                f"{tuple(got_shape)}; the model expects {dtype} of shape {shape}"
+                + (f" in {'Fortran' if fortran else 'C'} order" if got_dtype == dtype and
+                   tuple(got_shape) == shape else ""))
+        nbytes = math.prod(shape) * dtype.itemsize
+        if info.file_size - f.tell() != nbytes:
+            raise ValueError(f"{where}: the entry {info.filename!r} holds "
+                             f"{info.file_size - f.tell()} bytes of data; its header needs "
+                             f"{nbytes}")
+        data = bytearray(nbytes)
+        if f.readinto(memoryview(data)) != nbytes:
+            raise ValueError(f"{where}: the entry {info.filename!r} is truncated")
+    return np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
