@@ -8,6 +8,7 @@ from .features import (BrownClusters, DictSequenceVectorizer,  # noqa: E402
                        SentenceFeatureUnion, SequenceVectorizer, TokenTransformer,
                        feature_set)
 from ._registry import ESTIMATORS  # noqa: E402
+from .serialization import load_model, save_model  # noqa: E402
 
 from .learners.m3n import M3NSGDTagger  # noqa: E402  (deprecated alias of M3NTagger)
 
@@ -24,5 +25,7 @@ __all__ = sorted(cls.__name__ for cls in ESTIMATORS.values()) + [
     "SequenceVectorizer",
     "TokenTransformer",
     "feature_set",
+    "load_model",
+    "save_model",
     "__version__",
 ]

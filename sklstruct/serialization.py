@@ -42,7 +42,7 @@ import numpy as np
 from ._serialization.classes import build, describe
 from ._serialization.codec import Reader, Writer
 
-__all__ = ["save_model", "load_model", "FORMAT_VERSION"]
+__all__ = ["save_model", "load_model", "model_info", "FORMAT_VERSION"]
 
 #: The version of the format that :func:`save_model` writes; :func:`load_model`
 #: reads this one and older ones.
@@ -59,7 +59,7 @@ def _version():
     return getattr(sys.modules.get(__package__), "__version__", "unknown")
 
 
-def save_model(estimator, path):
+def save_model(estimator, path, *, metadata=None):
     """Save a fitted (or unfitted) estimator to a pickle-free model file.
 
     Parameters
@@ -73,13 +73,18 @@ def save_model(estimator, path):
     path : str or path-like
         The file to write (replaced atomically when it exists).  Any suffix
         works; ``.skls`` is the command line's.
+    metadata : dict, default=None
+        Information of your own to keep with the model (read back by
+        :func:`model_info`): string keys, and values made of strings,
+        finite numbers, bools, None, lists and dicts of them.
 
     Raises
     ------
     TypeError
         When the estimator holds an object that a model file cannot store
         (a scikit-learn transformer other than a Pipeline, a gensim model,
-        a user-defined subclass...), naming where it is.
+        a user-defined subclass...), naming where it is; or when
+        ``metadata`` is not plain JSON data.
 
     See Also
     --------
@@ -109,6 +114,7 @@ def save_model(estimator, path):
         "numpy_version": np.__version__,
         "class": tree["class"],
         "classes": sorted(_class_names(tree)),
+        "metadata": _plain_json(metadata if metadata is not None else {}, "metadata"),
         "model": tree,
     }
     text = json.dumps(metadata, ensure_ascii=False, allow_nan=False,
@@ -127,6 +133,48 @@ def save_model(estimator, path):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _plain_json(value, path, depth=0):
+    """``value`` if it is plain JSON data (a dict at the top), else TypeError."""
+    if depth == 0 and not isinstance(value, dict):
+        raise TypeError(f"metadata: expected a dict; got {type(value).__name__}")
+    if depth > 20:
+        raise TypeError(f"{path}: nested too deep")
+    if value is None or type(value) in (bool, int, str):
+        return value
+    if type(value) is float and math.isfinite(value):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain_json(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+    if isinstance(value, dict) and all(type(k) is str for k in value):
+        return {k: _plain_json(v, f"{path}[{k!r}]", depth + 1) for k, v in value.items()}
+    raise TypeError(f"{path}: {type(value).__name__} {value!r:.60} is not plain JSON data "
+                    "(strings, finite numbers, bools, None, lists, dicts with string keys)")
+
+
+def model_info(path):
+    """What a model file says about itself, without building the model.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    info : dict
+        ``format_version``, ``sklstruct_version`` (that wrote it), ``class``
+        (of the saved estimator), ``classes`` (every class the file names)
+        and ``metadata`` (as given to :func:`save_model`).
+
+    Raises
+    ------
+    ValueError
+        As :func:`load_model`, for a file that is not a model file.
+    """
+    metadata = _open(path, lambda zf, infos, p: _read_metadata(zf, infos[METADATA], p))
+    return {k: metadata[k] for k in ("format_version", "sklstruct_version", "class",
+                                     "classes", "metadata")}
 
 
 def _class_names(node):
@@ -171,6 +219,12 @@ def load_model(path):
     --------
     See :func:`save_model`.
     """
+    return _open(path, _load)
+
+
+def _open(path, read):
+    """``read(zipfile, infos, path)`` on the model file at ``path``, every
+    failure a ValueError that names the file and says why."""
     path = os.fspath(path)
     with open(path, "rb") as f:
         head = f.read(4)
@@ -181,7 +235,13 @@ def load_model(path):
                              "Load it with joblib.load only if you trust it, then write it "
                              "with save_model")
         try:
-            return _load(f, path)
+            try:
+                zf = zipfile.ZipFile(f)
+            except zipfile.BadZipFile:
+                raise ValueError(f"{path}: not a sklstruct model file (not a zip archive, or "
+                                 "a truncated one)") from None
+            with zf:
+                return read(zf, _entries(zf, path), path)
         except ValueError:
             raise
         except (KeyError, IndexError, TypeError, AttributeError, OverflowError,
@@ -192,40 +252,39 @@ def load_model(path):
                              f"({type(exc).__name__}: {exc})") from None
 
 
-def _load(f, path):
-    try:
-        zf = zipfile.ZipFile(f)
-    except zipfile.BadZipFile:
-        raise ValueError(f"{path}: not a sklstruct model file (not a zip archive, or a "
-                         "truncated one)") from None
-    with zf:
-        infos = {}
-        for info in zf.infolist():
-            if info.filename in infos:
-                raise ValueError(f"{path}: the entry {info.filename!r} appears twice")
-            if info.filename != METADATA and not _ENTRY.match(info.filename):
-                raise ValueError(f"{path}: holds the entry {info.filename!r}, which a model "
-                                 "file does not have; refused")
-            infos[info.filename] = info
-        if METADATA not in infos:
-            raise ValueError(f"{path}: not a sklstruct model file (no {METADATA} entry)")
-        metadata = _read_metadata(zf, infos[METADATA], path)
-        opened = set()
+def _entries(zf, path):
+    """The zip's entries by name: ``model.json`` and ``a<n>.npy`` only, once each."""
+    infos = {}
+    for info in zf.infolist():
+        if info.filename in infos:
+            raise ValueError(f"{path}: the entry {info.filename!r} appears twice")
+        if info.filename != METADATA and not _ENTRY.match(info.filename):
+            raise ValueError(f"{path}: holds the entry {info.filename!r}, which a model "
+                             "file does not have; refused")
+        infos[info.filename] = info
+    if METADATA not in infos:
+        raise ValueError(f"{path}: not a sklstruct model file (no {METADATA} entry)")
+    return infos
 
-        def open_array(entry, dtype, shape, fortran, where):
-            if entry not in infos or entry == METADATA:
-                raise ValueError(f"{where}: refers to the entry {entry!r}, which the file "
-                                 "does not hold")
-            if entry in opened:
-                raise ValueError(f"{where}: the entry {entry!r} is used twice")
-            opened.add(entry)
-            return _read_array(zf, infos[entry], dtype, shape, fortran, where)
 
-        model = Reader(open_array, build).decode(metadata["model"], "model")
-        unused = sorted(set(infos) - opened - {METADATA})
-        if unused:
-            raise ValueError(f"{path}: holds the entry {unused[0]!r}, which the model does "
-                             "not use; refused")
+def _load(zf, infos, path):
+    metadata = _read_metadata(zf, infos[METADATA], path)
+    opened = set()
+
+    def open_array(entry, dtype, shape, fortran, where):
+        if entry not in infos or entry == METADATA:
+            raise ValueError(f"{where}: refers to the entry {entry!r}, which the file "
+                             "does not hold")
+        if entry in opened:
+            raise ValueError(f"{where}: the entry {entry!r} is used twice")
+        opened.add(entry)
+        return _read_array(zf, infos[entry], dtype, shape, fortran, where)
+
+    model = Reader(open_array, build).decode(metadata["model"], "model")
+    unused = sorted(set(infos) - opened - {METADATA})
+    if unused:
+        raise ValueError(f"{path}: holds the entry {unused[0]!r}, which the model does "
+                         "not use; refused")
     return model
 
 
@@ -250,10 +309,12 @@ def _read_metadata(zf, info, path):
                          f"{metadata.get('sklstruct_version')!r}); this sklstruct "
                          f"{_version()} reads formats up to {FORMAT_VERSION}: upgrade it")
     expected = {"format", "format_version", "sklstruct_version", "numpy_version", "class",
-                "classes", "model"}
+                "classes", "metadata", "model"}
     if set(metadata) != expected:
         raise ValueError(f"{path}: {METADATA} has the fields {sorted(metadata)}; expected "
                          f"{sorted(expected)}")
+    if type(metadata["metadata"]) is not dict or type(metadata["class"]) is not str:
+        raise ValueError(f"{path}: {METADATA}'s class or metadata is malformed")
     return metadata
 
 

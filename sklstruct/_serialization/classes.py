@@ -339,7 +339,8 @@ class Rule:
     Parameters
     ----------
     private : tuple of str
-        Private attributes (``_name``) stored with the public ones.
+        Other attributes stored (private ones, ``_name``, and the constructor
+        arguments of a class that is not an estimator).
     drop : tuple of str
         Attributes left out of the file (caches, views rebuilt on loading).
     check : callable, optional
@@ -383,7 +384,7 @@ RULES = {
                                      "_window")),
     EmbeddingFeatures: Rule(private=("_lowercase", "_n_kmeans", "_unknown", "_window")),
     BrownClusters: Rule(),
-    SpanFeatures: Rule(private=("_growing",)),
+    SpanFeatures: Rule(private=("_growing", "min_count")),
     Pipeline: Rule(check=_check_pipeline),
     Grammar: Rule(state=_grammar_state, build=_grammar_build, keys=_GRAMMAR_ARGS),
     CompiledGrammar: Rule(state=lambda c: {n: getattr(c, n) for n in _COMPILED_ARGS},
