@@ -26,7 +26,6 @@ did (bit for bit), but cannot continue training (``partial_fit`` and
 ``warm_start`` refuse, naming the missing training state); a CRF with
 ``warm_start=True`` starts from its weights as usual.
 """
-import io
 import json
 import math
 import os
@@ -247,7 +246,7 @@ def _open(path, read):
         except (KeyError, IndexError, TypeError, AttributeError, OverflowError,
                 RecursionError, EOFError, UnicodeDecodeError, struct.error, zlib.error,
                 zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError,
-                io.UnsupportedOperation) as exc:
+                OSError) as exc:       # (the file is open: a seek or read the zip misstates)
             raise ValueError(f"{path}: not a valid sklstruct model file "
                              f"({type(exc).__name__}: {exc})") from None
 
@@ -297,7 +296,7 @@ def _read_metadata(zf, info, path):
         raw = f.read()
     try:
         metadata = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:     # (JSON, UTF-8, a NaN constant)
         raise ValueError(f"{path}: {METADATA} is not valid JSON ({exc})") from None
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
         raise ValueError(f"{path}: {METADATA} does not describe a sklstruct model")

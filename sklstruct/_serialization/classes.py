@@ -465,6 +465,13 @@ def build(name, state, path):
     obj = cls.__new__(cls)
     obj.__dict__.update(state)
     for rule in rules:
-        if rule.check is not None:
+        if rule.check is None:
+            continue
+        try:
             rule.check(obj, path)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            message = str(exc)
+            if not message.startswith(path):    # raised by the code a check calls
+                message = f"{path}: a {name} that does not fit together ({message})"
+            raise ValueError(message) from None
     return obj
