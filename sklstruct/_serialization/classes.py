@@ -175,7 +175,8 @@ def _check_sequence_vectorizer(obj, path):
         _fail(path, "templates_ are not the canonical names of template instances")
     if obj._boundary not in ("symbol", "skip") or type(obj._hashing) is not bool:
         _fail(path, "_boundary or _hashing is not a boundary mode and a bool")
-    n = _int(obj, "n_features_out_", path, low=1 if obj._hashing else 0)
+    n = _int(obj, "n_features_out_", path, low=1 if obj._hashing else 0,
+             high=np.iinfo(np.int32).max)
     obj._instances = instances
     if obj.clusters_ is not None:
         _str_dict(obj.clusters_, "clusters_", path, str)
