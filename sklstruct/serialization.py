@@ -32,13 +32,13 @@ import os
 import re
 import struct
 import sys
-import tempfile
+import uuid
 import zipfile
 import zlib
 
 import numpy as np
 
-from ._serialization.classes import build, describe
+from ._serialization.classes import CLASSES, build, describe
 from ._serialization.codec import Reader, Writer
 
 __all__ = ["save_model", "load_model", "model_info", "FORMAT_VERSION"]
@@ -119,10 +119,11 @@ def save_model(estimator, path, *, metadata=None):
     text = json.dumps(metadata, ensure_ascii=False, allow_nan=False,
                       separators=(",", ":")).encode("utf-8")
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".sklstruct-", suffix=".tmp", dir=folder)
+    # written beside the target, then renamed over it: a reader never sees half a
+    # file (created with open(), so that its permissions follow the umask)
+    tmp = f"{path}.{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp"
     try:
-        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
+        with open(tmp, "xb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
             zf.writestr(METADATA, text)
             for entry, array in writer.arrays.items():
                 with zf.open(entry, "w", force_zip64=array.nbytes > 2 ** 30) as out:
@@ -183,7 +184,8 @@ def _class_names(node):
         n = stack.pop()
         if isinstance(n, dict):
             if n.get("t") == "object":
-                names.add(n["class"])
+                name = n.get("class")
+                names.add(name if isinstance(name, str) else repr(name))
             stack.extend(n.values())
         elif isinstance(n, list):
             stack.extend(n)
@@ -268,6 +270,16 @@ def _entries(zf, path):
 
 def _load(zf, infos, path):
     metadata = _read_metadata(zf, infos[METADATA], path)
+    if not isinstance(metadata["model"], dict):
+        raise ValueError(f"{path}: {METADATA} holds no model")
+    names = _class_names(metadata["model"])
+    unknown = sorted(n for n in names if n not in CLASSES)
+    if unknown:
+        raise ValueError(f"{path}: the file names class {unknown[0]!r}, which is not one of "
+                         "sklstruct's estimators, vectorizers or their parts; refused")
+    if metadata["classes"] != sorted(names) or metadata["class"] != \
+            metadata["model"].get("class"):
+        raise ValueError(f"{path}: {METADATA}'s class names do not match its model's")
     opened = set()
 
     def open_array(entry, dtype, shape, fortran, where):

@@ -239,6 +239,31 @@ def test_the_file_is_an_npz_that_numpy_opens_without_pickle(small_file):
     info = model_info(path)
     assert info["metadata"] == {"note": "tiny", "n_columns": 2}
     assert info["class"] == "sklearn.pipeline.Pipeline"
+    # written whole then renamed, with the permissions of a file open() creates
+    import os
+    mask = os.umask(0)
+    os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+def test_a_loaded_model_is_an_ordinary_estimator(small_file, corpus):
+    """clone, set_params and a refit work on it; a CRF with warm_start
+    starts from the loaded weights."""
+    from sklearn.base import clone
+    path, model, X = small_file
+    Xtr, ytr, _ = corpus
+    again = load_model(path)
+    assert repr(clone(again)) == repr(clone(model))
+    again.set_params(structuredperceptrontagger__max_iter=1).fit(Xtr[:20], ytr[:20])
+    crf = make_pipeline(feature_set("S1"), CRFTagger(max_iter=2, warm_start=True))
+    quiet_fit(crf, Xtr, ytr)
+    save_model(crf, path.parent / "crf.skls")
+    loaded = load_model(path.parent / "crf.skls")
+    quiet_fit(crf, Xtr, ytr)
+    quiet_fit(loaded, Xtr, ytr)
+    assert loaded[-1].coef_.tobytes() == crf[-1].coef_.tobytes()
+    (path.parent / "crf.skls").unlink()
 
 
 def test_save_refuses_what_it_cannot_store_without_pickle(tmp_path, vectorized):
@@ -447,7 +472,7 @@ def loads_or_refuses(path, X):
         pass
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzz_bytes(small_file, tmp_path, data):
@@ -468,7 +493,7 @@ def test_fuzz_bytes(small_file, tmp_path, data):
     loads_or_refuses(path, X)
 
 
-@settings(max_examples=120, deadline=None, derandomize=True,
+@settings(max_examples=300, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzz_structure(small_file, tmp_path, data):
