@@ -22,6 +22,7 @@ from sklearn.pipeline import Pipeline
 
 from .._publish import Cache
 from .._registry import ESTIMATORS
+from .._validation import MAX_K
 from ..features import (BrownClusters, DictSequenceVectorizer, EmbeddingFeatures,
                         GazetteerFeatures, LabelDictionaryFeatures, SentenceFeatureUnion,
                         SequenceVectorizer)
@@ -110,10 +111,20 @@ def _check_chain(obj, path):
     if obj.trigram_coef_ is not None and \
             _array(obj, "trigram_coef_", path, "f", shape=(L, L, L)).dtype != np.float64:
         _fail(path, "trigram_coef_ must be float64")
-    calibration = getattr(obj, "calibration_", None)
-    if calibration is not None and not isinstance(calibration, (float, dict)):
-        _fail(path, "calibration_ must be a number")
+    _check_calibration(getattr(obj, "calibration_", None), path)
     obj.__dict__["_resumable"] = False
+
+
+def _check_calibration(cal, path):
+    """``calibration_`` as :meth:`calibrate` sets it, or None."""
+    if cal is None:
+        return
+    t = cal.get("temperature") if isinstance(cal, dict) else None
+    if (not isinstance(cal, dict) or cal.get("method") not in ("forward_backward", "kbest")
+            or type(cal.get("k")) is not int or not 1 <= cal["k"] <= MAX_K
+            or type(t) is not float or not 0 < t < np.inf):
+        _fail(path, "calibration_ must be calibrate's dict of a method, a k in "
+                    f"1..{MAX_K} and a positive temperature")
 
 
 def _check_m3n(obj, path):
@@ -220,6 +231,8 @@ def _check_grammar_parser(obj, path):
             _fail(path, f"grammar_ and compiled_ have different {name} rules")
     if c.n_symbols != len(g.symbols) or obj.max_unary_chain_ != c.max_chain:
         _fail(path, "grammar_ and compiled_ have different symbols or unary chains")
+    if type(obj.tagged_) is not bool or type(obj.fallback_root_) is not str:
+        _fail(path, "tagged_ must be a bool and fallback_root_ a symbol")
     if obj.fallback_root_ not in g.index:
         _fail(path, "fallback_root_ is not a symbol of the grammar")
 
@@ -271,6 +284,22 @@ def _check_f1_parser(obj, path):
     obj.coef_ = np.ascontiguousarray(obj.coef_, dtype=np.float64)
     obj.n_weights_ = n
     obj._set_views()          # the w_*_ blocks are views of coef_, as fit leaves them
+
+
+def _check_span_features(obj, path):
+    if not hasattr(obj, "values_"):
+        return
+    if type(obj.tagged_) is not bool or type(obj.min_count) is not int:
+        _fail(path, "tagged_ must be a bool and min_count an int")
+    for name in ("counts_", "word_ids_", "shape_ids_", "tag_ids_", "offsets_"):
+        _str_dict(getattr(obj, name), name, path, int)
+    values = _str_dict(obj.values_, "values_", path)
+    if set(values) != set(obj.offsets_) or not all(
+            isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "iu"
+            for v in values.values()):
+        _fail(path, "values_ must hold a 1-d int array per template of offsets_")
+    _int(obj, "n_features_", path)
+    _int(obj, "n_split_features_", path)
 
 
 def _check_pipeline(obj, path):
@@ -385,7 +414,7 @@ RULES = {
                                      "_window")),
     EmbeddingFeatures: Rule(private=("_lowercase", "_n_kmeans", "_unknown", "_window")),
     BrownClusters: Rule(),
-    SpanFeatures: Rule(private=("_growing", "min_count")),
+    SpanFeatures: Rule(private=("_growing", "min_count"), check=_check_span_features),
     Pipeline: Rule(check=_check_pipeline),
     Grammar: Rule(state=_grammar_state, build=_grammar_build, keys=_GRAMMAR_ARGS),
     CompiledGrammar: Rule(state=lambda c: {n: getattr(c, n) for n in _COMPILED_ARGS},
@@ -465,11 +494,13 @@ def build(name, state, path):
         _fail(path, f"{name} lacks its parameter {missing[0]!r}")
     obj = cls.__new__(cls)
     obj.__dict__.update(state)
-    for rule in rules:
-        if rule.check is None:
-            continue
+    checks = [r.check for r in rules if r.check is not None]
+    if hasattr(cls, "_parameter_constraints"):
+        # the parameters as fit checks them (prediction reads some, n_jobs...)
+        checks.insert(0, lambda obj, path: obj._validate_params())
+    for check in checks:
         try:
-            rule.check(obj, path)
+            check(obj, path)
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
             message = str(exc)
             if not message.startswith(path):    # raised by the code a check calls

@@ -80,6 +80,14 @@ def test_every_registered_tagger_round_trips_bit_for_bit(vectorized, tmp_path, n
         assert sa.tobytes() == sb.tobytes()
     assert again.coef_.tobytes() == model.coef_.tobytes()
     assert again.coef_.flags.f_contiguous == model.coef_.flags.f_contiguous
+    # calibrated: the same temperature, marginals and confidences
+    model.calibrate(Xtr[:30], ytr[:30])
+    again = round_trip(model, tmp_path)
+    assert again.calibration_ == model.calibration_
+    for a, b in zip(model.predict_marginals(Xte[:10]), again.predict_marginals(Xte[:10])):
+        assert a.tobytes() == b.tobytes()
+    assert np.array_equal(model.predict_confidence(Xte[:10]),
+                          again.predict_confidence(Xte[:10]))
     # a loaded model predicts; it keeps no training state to continue from
     if hasattr(model, "partial_fit") and hasattr(model, "_TRAINING_STATE"):
         with pytest.raises(ValueError, match="training state"):
