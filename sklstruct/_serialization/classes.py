@@ -202,22 +202,25 @@ def _check_sequence_vectorizer(obj, path):
     obj._compiled = {"vocabulary": vocabulary, "table": None}
 
 
-def _check_dict_vectorizer(obj, path):
+def _check_dict_sequence_vectorizer(obj, path):
     if not hasattr(obj, "vocabulary_"):
+        obj.__dict__.pop("vectorizer_", None)
         return
     vocabulary = _str_dict(obj.vocabulary_, "vocabulary_", path, int)
-    names = obj.feature_names_
-    if not isinstance(names, list) or len(names) != len(vocabulary) or \
-            any(vocabulary.get(f) != i for i, f in enumerate(names)):
-        _fail(path, "vocabulary_ and feature_names_ disagree")
-
-
-def _check_dict_sequence_vectorizer(obj, path):
-    if hasattr(obj, "vectorizer_"):
-        if not isinstance(obj.vectorizer_, DictVectorizer):
-            _fail(path, "vectorizer_ must be a DictVectorizer")
-        if obj.n_features_out_ != len(obj.vectorizer_.feature_names_):
-            _fail(path, "n_features_out_ differs from the DictVectorizer's")
+    n = _int(obj, "n_features_out_", path)
+    names = [None] * n
+    for name, column in vocabulary.items():
+        if not 0 <= column < n or names[column] is not None:
+            _fail(path, f"vocabulary_ must number its {n} features 0..{n - 1}")
+        names[column] = name
+    if len(vocabulary) != n:
+        _fail(path, f"vocabulary_ must number its {n} features 0..{n - 1}")
+    # the DictVectorizer fitted to the same names that fit keeps beside them
+    # (rebuilt here: a model file holds no scikit-learn object but Pipeline)
+    vectorizer = DictVectorizer(sort=obj.sort)
+    vectorizer.feature_names_ = names
+    vectorizer.vocabulary_ = vocabulary
+    obj.vectorizer_ = vectorizer
 
 
 def _check_grammar_parser(obj, path):
@@ -405,8 +408,7 @@ RULES = {
     SequenceVectorizer: Rule(private=("_boundary", "_hashing"),
                              drop=("_compiled", "_instances"),
                              check=_check_sequence_vectorizer),
-    DictSequenceVectorizer: Rule(check=_check_dict_sequence_vectorizer),
-    DictVectorizer: Rule(check=_check_dict_vectorizer),
+    DictSequenceVectorizer: Rule(drop=("vectorizer_",), check=_check_dict_sequence_vectorizer),
     SentenceFeatureUnion: Rule(private=("_weights",), check=_check_union),
     LabelDictionaryFeatures: Rule(private=("_key_of_value", "_layout_", "_n_first",
                                            "_window")),
@@ -428,7 +430,6 @@ CLASSES.update({cls.__name__: cls for cls in (
     BrownClusters, LabelDictionaryFeatures, GazetteerFeatures, EmbeddingFeatures)})
 CLASSES.update({
     "sklearn.pipeline.Pipeline": Pipeline,
-    "sklearn.feature_extraction.DictVectorizer": DictVectorizer,
     "sklstruct.parsing.Grammar": Grammar,
     "sklstruct.parsing.CompiledGrammar": CompiledGrammar,
     "sklstruct.parsing.SpanFeatures": SpanFeatures,

@@ -164,6 +164,10 @@ def test_other_configurations_round_trip(corpus, tmp_path, kind):
     assert_same_labels(model.predict(convert(Xte)), again.predict(convert(Xte)))
     if kind == "float32":
         assert again[-1].coef_.dtype == np.float32
+    if kind == "dict":      # its DictVectorizer is rebuilt (no sklearn object but Pipeline)
+        assert list(again[0].vectorizer_.get_feature_names_out()) == \
+            list(model[0].vectorizer_.get_feature_names_out())
+        assert "DictVectorizer" not in json.dumps(model_info(tmp_path / "model.skls"))
     if kind == "random_state":
         saved, loaded = (m[-1].random_state.get_state() for m in (model, again))
         assert repr(saved) == repr(loaded)
