@@ -49,7 +49,6 @@ FORMAT_VERSION = 1
 FORMAT_NAME = "sklstruct-model"
 METADATA = "model.json"
 _ENTRY = re.compile(r"^a(0|[1-9][0-9]{0,8})\.npy$")
-_MAX_HEADER = 10000
 
 
 def _version():
@@ -334,13 +333,12 @@ def _read_array(zf, info, dtype, shape, fortran, where):
     exactly ``dtype``, ``shape`` and order, and its size is that of the data."""
     with zf.open(info) as f:
         try:
-            major, minor = np.lib.format.read_magic(f)
-            if (major, minor) == (1, 0):
-                header = np.lib.format.read_array_header_1_0(f, max_header_size=_MAX_HEADER)
-            elif (major, minor) == (2, 0):
-                header = np.lib.format.read_array_header_2_0(f, max_header_size=_MAX_HEADER)
-            else:
-                raise ValueError(f"npy format version {major}.{minor}")
+            # save_model writes version 1.0 (a header of at most 64 KiB; NumPy
+            # >= 1.24 refuses one over 10,000 bytes), the only one read here
+            version = np.lib.format.read_magic(f)
+            if version != (1, 0):
+                raise ValueError(f"npy format version {version[0]}.{version[1]}, not 1.0")
+            header = np.lib.format.read_array_header_1_0(f)
         except (ValueError, SyntaxError) as exc:
             raise ValueError(f"{where}: the entry {info.filename!r} is not a valid .npy "
                              f"array ({exc})") from None

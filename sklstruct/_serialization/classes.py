@@ -305,13 +305,33 @@ def _check_span_features(obj, path):
     _int(obj, "n_split_features_", path)
 
 
-def _check_pipeline(obj, path):
-    steps = obj.steps
+_PIPELINE_ARGS = ("steps", "memory", "verbose")
+
+
+def _pipeline_state(pipeline):
+    if pipeline.memory is not None and not isinstance(pipeline.memory, str):
+        raise TypeError("a Pipeline's memory other than None or a folder name cannot be "
+                        "stored in a model file")
+    return {name: getattr(pipeline, name) for name in _PIPELINE_ARGS}
+
+
+def _pipeline_build(state, path):
+    """A Pipeline made by its constructor (which only stores its arguments),
+    so that a file of another scikit-learn version, with other parameters
+    of its own, loads."""
+    steps, memory, verbose = (state[n] for n in _PIPELINE_ARGS)
     if not isinstance(steps, list) or not steps or not all(
             isinstance(s, tuple) and len(s) == 2 and type(s[0]) is str for s in steps):
         _fail(path, "steps must be a non-empty list of (name, estimator) pairs")
-    if obj.memory is not None:
-        _fail(path, "memory must be None")
+    if not (memory is None or type(memory) is str) or type(verbose) is not bool:
+        _fail(path, "memory must be None or a folder name, and verbose a bool")
+    pipeline = Pipeline(steps, memory=memory, verbose=verbose)
+    try:
+        pipeline._validate_params()
+        pipeline._validate_steps()
+    except (ValueError, TypeError) as exc:
+        _fail(path, f"not a valid Pipeline ({exc})")
+    return pipeline
 
 
 def _check_union(obj, path):
@@ -417,7 +437,7 @@ RULES = {
     EmbeddingFeatures: Rule(private=("_lowercase", "_n_kmeans", "_unknown", "_window")),
     BrownClusters: Rule(),
     SpanFeatures: Rule(private=("_growing", "min_count"), check=_check_span_features),
-    Pipeline: Rule(check=_check_pipeline),
+    Pipeline: Rule(state=_pipeline_state, build=_pipeline_build, keys=_PIPELINE_ARGS),
     Grammar: Rule(state=_grammar_state, build=_grammar_build, keys=_GRAMMAR_ARGS),
     CompiledGrammar: Rule(state=lambda c: {n: getattr(c, n) for n in _COMPILED_ARGS},
                           build=_compiled_build, keys=_COMPILED_ARGS),
