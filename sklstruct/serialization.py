@@ -94,11 +94,11 @@ def save_model(estimator, path, *, metadata=None):
     >>> from sklstruct import CRFTagger, feature_set, load_model, save_model
     >>> X = [[("He", "PRP"), ("runs", "VBZ")], [("She", "PRP"), ("sleeps", "VBZ")]]
     >>> y = [["B-NP", "B-VP"], ["B-NP", "B-VP"]]
-    >>> model = make_pipeline(feature_set("S1"), CRFTagger(max_iter=5)).fit(X, y)
+    >>> model = make_pipeline(feature_set("S1"), CRFTagger()).fit(X, y)
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "model.skls")
     >>> save_model(model, path)
-    >>> [list(s) for s in load_model(path).predict(X)]
+    >>> [s.tolist() for s in load_model(path).predict(X)]
     [['B-NP', 'B-VP'], ['B-NP', 'B-VP']]
     """
     writer = Writer(describe)
@@ -244,6 +244,8 @@ def _open(path, read):
                 return read(zf, _entries(zf, path), path)
         except ValueError:
             raise
+        except MemoryError:
+            raise ValueError(f"{path}: its arrays do not fit in memory") from None
         except (KeyError, IndexError, TypeError, AttributeError, OverflowError,
                 RecursionError, EOFError, UnicodeDecodeError, struct.error, zlib.error,
                 zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError,

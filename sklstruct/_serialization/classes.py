@@ -92,15 +92,17 @@ def _check_chain(obj, path):
         _fail(path, "classes_ must be sorted and distinct")
     L = len(classes)
     F = _int(obj, "n_features_in_", path)
+    _check_calibration(getattr(obj, "calibration_", None), path)
     if isinstance(obj, ConstrainedTagger):
-        return
+        return                                  # its weights are its estimator_'s
     coef = getattr(obj, "coef_", None)
     if sp.issparse(coef):                       # stored sparse when mostly zeros
         if coef.dtype.kind != "f":
             _fail(path, "coef_ must hold floats")
         # Fortran order, as fit leaves it: coef_.T is the C-contiguous W decoding reads
         obj.coef_ = coef = coef.toarray(order="F")
-    if coef is not None or not isinstance(obj, M3NTagger):
+    # (an M3N with a kernel has support vectors instead: see _check_m3n)
+    if not isinstance(obj, M3NTagger) or obj._kernel[0] == "linear":
         _array(obj, "coef_", path, "f", shape=(L, F))
         if coef.dtype not in (np.float32, np.float64):
             _fail(path, "coef_ must be float32 or float64")
@@ -111,7 +113,6 @@ def _check_chain(obj, path):
     if obj.trigram_coef_ is not None and \
             _array(obj, "trigram_coef_", path, "f", shape=(L, L, L)).dtype != np.float64:
         _fail(path, "trigram_coef_ must be float64")
-    _check_calibration(getattr(obj, "calibration_", None), path)
     obj.__dict__["_resumable"] = False
 
 
