@@ -197,12 +197,19 @@ TOY = [
 
 
 @pytest.mark.parametrize("cls", [F1MaxMarginParser, PCFGParser])
-def test_parsers_round_trip_on_toy_trees(tmp_path, cls):
+@pytest.mark.parametrize("tagger", [False, True])
+def test_parsers_round_trip_on_toy_trees(tmp_path, cls, tagger):
+    """Both parsers, on (word, tag) pairs, and on words with a tagger
+    pipeline of their own (trained at fit, saved with the parser)."""
     trees = [Tree.fromstring(s) for s in TOY]
-    X = [t.pos() for t in trees]
-    parser = quiet_fit(make(cls, max_iter=3), X, trees)
+    X = [t.leaves() if tagger else t.pos() for t in trees]
+    params = {"tagger": make_pipeline(SequenceVectorizer(["word"]), StructuredPerceptronTagger(
+        max_iter=2, random_state=0))} if tagger else {}
+    parser = quiet_fit(make(cls, max_iter=3, **params), X, trees)
     again = round_trip(parser, tmp_path)
     assert again.predict(X) == parser.predict(X)
+    if tagger:
+        assert_same_labels(again.tagger_.predict(X), parser.tagger_.predict(X))
 
 
 def test_f1_parser_round_trips_on_the_treebank_sample(tmp_path):
@@ -505,13 +512,39 @@ def test_fuzz_bytes(small_file, tmp_path, data):
     loads_or_refuses(path, X)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
+@pytest.fixture(scope="module")
+def fuzzed_files(small_file, corpus, tmp_path_factory):
+    """Model files to fuzz, with sentences to predict: the small pipeline, a
+    rich one (Brown clusters, label dictionary, gazetteer; a tag dictionary
+    and transition constraints), a kernel M3N and a parser."""
+    Xtr, ytr, Xte = corpus
+    folder = tmp_path_factory.mktemp("fuzz")
+    rich = make_pipeline(
+        feature_set("ner-rich", clusters=4, random_state=0),
+        sklstruct.ConstrainedTagger(CRFTagger(max_iter=2), constraints="bio",
+                                    label_dictionary=1))
+    kernel = make_pipeline(feature_set("S1"), sklstruct.M3NTagger(kernel="poly", max_iter=1,
+                                                                  random_state=0))
+    trees = [Tree.fromstring(t) for t in TOY]
+    parser = F1MaxMarginParser(max_iter=2)
+    out = [(small_file[0], small_file[2])]
+    for name, model, X, y, test in (("rich", rich, Xtr[:50], ytr[:50], Xte[:5]),
+                                    ("kernel", kernel, Xtr[:20], ytr[:20], Xte[:5]),
+                                    ("parser", parser, [t.pos() for t in trees], trees,
+                                     [t.pos() for t in trees])):
+        quiet_fit(model, X, y)
+        save_model(model, folder / f"{name}.skls")
+        out.append((folder / f"{name}.skls", test))
+    return out
+
+
+@settings(max_examples=400, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_fuzz_structure(small_file, tmp_path, data):
-    """Valid zips with a changed JSON value or swapped entries: the checks
+def test_fuzz_structure(fuzzed_files, tmp_path, data):
+    """Valid zips with changed JSON values or swapped entries: the checks
     past the zip layer."""
-    good, _, X = small_file
+    good, X = data.draw(st.sampled_from(fuzzed_files))
     entries = read_zip(good)
     meta = json.loads(entries["model.json"])
     how = data.draw(st.sampled_from(["value", "value", "value", "swap"]))
@@ -521,12 +554,15 @@ def test_fuzz_structure(small_file, tmp_path, data):
                                   unique=True))
         entries[a], entries[b] = entries[b], entries[a]
     else:
-        spots = leaves(meta)[1:]
-        where, _ = data.draw(st.sampled_from(spots))
-        value = data.draw(st.sampled_from(_ODD_VALUES))
-        node = meta
-        for key in where[:-1]:
-            node = node[key]
-        node[where[-1]] = value
+        for _ in range(data.draw(st.integers(1, 3))):
+            where, old = data.draw(st.sampled_from(leaves(meta)[1:]))
+            if type(old) is int and data.draw(st.booleans()):
+                value = old + data.draw(st.sampled_from([-1, 1, 7, -old]))
+            else:
+                value = data.draw(st.sampled_from(_ODD_VALUES))
+            node = meta
+            for key in where[:-1]:
+                node = node[key]
+            node[where[-1]] = value
     path = write_zip(tmp_path / "fuzz.skls", entries, meta if how == "value" else None)
     loads_or_refuses(path, X)
