@@ -224,6 +224,33 @@ def _check_dict_sequence_vectorizer(obj, path):
     obj.vectorizer_ = vectorizer
 
 
+def _check_embeddings(obj, path):
+    if not hasattr(obj, "vectors_"):
+        return
+    vectors = _array(obj, "vectors_", path, "f", ndim=2)
+    n, dim = vectors.shape
+    vocabulary = _str_dict(obj.vocabulary_, "vocabulary_", path, int)
+    rows = np.fromiter(vocabulary.values(), dtype=np.int64, count=len(vocabulary))
+    if len(vocabulary) != n or not np.array_equal(np.sort(rows), np.arange(n)):
+        _fail(path, f"vocabulary_ must number the {n} rows of vectors_")
+    ks = obj._n_kmeans
+    if not isinstance(ks, tuple) or not all(type(k) is int and k >= 1 for k in ks):
+        _fail(path, "_n_kmeans must be a tuple of numbers of clusters")
+    clusters = _array(obj, "clusters_", path, "iu", shape=(n, len(ks)))
+    # transform turns a word's cluster into a column: each in its clustering's range
+    if clusters.size and (clusters.min() < -1 or np.any(clusters.max(axis=0) >= ks)):
+        _fail(path, "clusters_ holds a cluster beyond its clustering's number")
+    obj.clusters_ = clusters.astype(np.intp)
+    _array(obj, "unknown_vector_", path, "f", shape=(dim,))
+    _int(obj, "_window", path, high=1000)
+    if type(obj._lowercase) is not bool or type(obj.scale_factor_) is not float:
+        _fail(path, "_lowercase must be a bool and scale_factor_ a float")
+    if ks or obj.kmeans_ != []:
+        # (their scikit-learn KMeans models are refused by save_model)
+        _fail(path, "EmbeddingFeatures with kmeans clusterings cannot be in a model file")
+    vectors.flags.writeable = False         # as fit leaves it
+
+
 def _check_grammar_parser(obj, path):
     if not hasattr(obj, "grammar_"):
         return
@@ -435,7 +462,8 @@ RULES = {
                                            "_window")),
     GazetteerFeatures: Rule(private=("_counts", "_entries", "_lowercase", "_vocabulary",
                                      "_window")),
-    EmbeddingFeatures: Rule(private=("_lowercase", "_n_kmeans", "_unknown", "_window")),
+    EmbeddingFeatures: Rule(private=("_lowercase", "_n_kmeans", "_unknown", "_window"),
+                            check=_check_embeddings),
     BrownClusters: Rule(),
     SpanFeatures: Rule(private=("_growing", "min_count"), check=_check_span_features),
     Pipeline: Rule(state=_pipeline_state, build=_pipeline_build, keys=_PIPELINE_ARGS),
