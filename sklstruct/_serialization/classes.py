@@ -26,11 +26,12 @@ from .._validation import MAX_K
 from ..features import (BrownClusters, DictSequenceVectorizer, EmbeddingFeatures,
                         GazetteerFeatures, LabelDictionaryFeatures, SentenceFeatureUnion,
                         SequenceVectorizer)
+from ..features._crossfit import MAX_WINDOW
 from ..features._templates import _parse_templates
 from ..learners._base import ChainTagger
 from ..learners.constrained import ConstrainedTagger
 from ..learners.m3n import M3NSGDTagger, M3NTagger
-from ..parsing.base import BaseParser
+from ..parsing.base import MAX_UNARY_CHAIN, BaseParser
 from ..parsing.grammar import Grammar
 from ..parsing.model import CompiledGrammar
 from ..parsing.parser import F1MaxMarginParser
@@ -242,13 +243,19 @@ def _check_embeddings(obj, path):
         _fail(path, "clusters_ holds a cluster beyond its clustering's number")
     obj.clusters_ = clusters.astype(np.intp)
     _array(obj, "unknown_vector_", path, "f", shape=(dim,))
-    _int(obj, "_window", path, high=1000)
+    _int(obj, "_window", path, high=MAX_WINDOW)
     if type(obj._lowercase) is not bool or type(obj.scale_factor_) is not float:
         _fail(path, "_lowercase must be a bool and scale_factor_ a float")
     if ks or obj.kmeans_ != []:
         # (their scikit-learn KMeans models are refused by save_model)
         _fail(path, "EmbeddingFeatures with kmeans clusterings cannot be in a model file")
     vectors.flags.writeable = False         # as fit leaves it
+
+
+def _check_from_labels(obj, path):
+    """The label dictionary and the gazetteer: the window transform loops over."""
+    if hasattr(obj, "_window"):
+        _int(obj, "_window", path, high=MAX_WINDOW)
 
 
 def _check_grammar_parser(obj, path):
@@ -408,8 +415,8 @@ def _compiled_build(state, path):
             _fail(path, f"{name} must be an array")
     if type(state["n_symbols"]) is not int or type(state["max_chain"]) is not int:
         _fail(path, "n_symbols and max_chain must be ints")
-    if state["max_chain"] > 8:
-        _fail(path, "max_chain is beyond what the parser supports")
+    if not 0 <= state["max_chain"] <= MAX_UNARY_CHAIN:
+        _fail(path, f"max_chain must be in 0..{MAX_UNARY_CHAIN}, as the parser supports")
     # the constructor checks every rule against the symbols
     return CompiledGrammar(*(state[n] for n in _COMPILED_ARGS))
 
@@ -459,9 +466,9 @@ RULES = {
     DictSequenceVectorizer: Rule(drop=("vectorizer_",), check=_check_dict_sequence_vectorizer),
     SentenceFeatureUnion: Rule(private=("_weights",), check=_check_union),
     LabelDictionaryFeatures: Rule(private=("_key_of_value", "_layout_", "_n_first",
-                                           "_window")),
+                                           "_window"), check=_check_from_labels),
     GazetteerFeatures: Rule(private=("_counts", "_entries", "_lowercase", "_vocabulary",
-                                     "_window")),
+                                     "_window"), check=_check_from_labels),
     EmbeddingFeatures: Rule(private=("_lowercase", "_n_kmeans", "_unknown", "_window"),
                             check=_check_embeddings),
     BrownClusters: Rule(),
