@@ -220,7 +220,7 @@ def _read_model(path, key, not_a_model):
         raise CommandError(f"{not_a_model}: {exc}") from None
     except MemoryError:
         raise CommandError(f"{not_a_model}: out of memory while loading it") from None
-    return {key: model, **info["metadata"]}
+    return {**info["metadata"], key: model}     # (the file cannot replace the model)
 
 
 def _load(path, argument="MODEL"):
