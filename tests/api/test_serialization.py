@@ -21,15 +21,17 @@ from hypothesis import strategies as st
 from sklearn.pipeline import make_pipeline
 
 import sklstruct
-from sklstruct import (CRFTagger, DictSequenceVectorizer, F1MaxMarginParser, PCFGParser,
+from sklstruct import (CRFTagger, DictSequenceVectorizer, F1MaxMarginParser,
                        SequenceVectorizer, StructuredPerceptronTagger, SWVMTagger,
                        TokenTransformer, feature_set, load_model, save_model)
-from sklstruct._registry import META_TAGGERS, TAGGERS
+from sklstruct._registry import ESTIMATORS, META_TAGGERS, PARSERS, TAGGERS
 from sklstruct.datasets import load_treebank, make_chunking_corpus
 from sklstruct.parsing import Tree
 from sklstruct.serialization import FORMAT_VERSION, model_info
 
 ALL_TAGGERS = {**TAGGERS, **META_TAGGERS}
+# every registered estimator is in one of the parametrized round trips below
+assert {**ALL_TAGGERS, **PARSERS} == ESTIMATORS
 
 
 @pytest.fixture(scope="module")
@@ -130,13 +132,15 @@ def test_other_configurations_round_trip(corpus, tmp_path, kind):
     Xtr, ytr, Xte = corpus
     words = sorted({t[0] for s in Xtr for t in s})
     rng = np.random.default_rng(0)
-    convert = (lambda X: X)
+    def convert(X):
+        if kind != "dict":
+            return X
+        return [[{"word": w, "pos": p} for w, p in s] for s in X]
+
     if kind == "hashing":
         model = make_pipeline(SequenceVectorizer(["word", "pos"], hashing=True,
                                                  n_features=2 ** 12), CRFTagger(max_iter=3))
     elif kind == "dict":
-        def convert(X):
-            return [[{"word": w, "pos": p} for w, p in s] for s in X]
         model = make_pipeline(DictSequenceVectorizer(), StructuredPerceptronTagger(max_iter=2))
     elif kind == "embeddings":
         vectors = {w: rng.normal(size=3) for w in words[:40]}
@@ -196,11 +200,12 @@ TOY = [
 ]
 
 
-@pytest.mark.parametrize("cls", [F1MaxMarginParser, PCFGParser])
+@pytest.mark.parametrize("name", sorted(PARSERS))
 @pytest.mark.parametrize("tagger", [False, True])
-def test_parsers_round_trip_on_toy_trees(tmp_path, cls, tagger):
+def test_every_registered_parser_round_trips(tmp_path, name, tagger):
     """Both parsers, on (word, tag) pairs, and on words with a tagger
     pipeline of their own (trained at fit, saved with the parser)."""
+    cls = PARSERS[name]
     trees = [Tree.fromstring(s) for s in TOY]
     X = [t.leaves() if tagger else t.pos() for t in trees]
     params = {"tagger": make_pipeline(SequenceVectorizer(["word"]), StructuredPerceptronTagger(
@@ -389,6 +394,10 @@ def hostile_files(small_file, tmp_path):
             {**entries, array["entry"]: npy(np.zeros(array["shape"], dtype=np.int32))})
     variant("wrong_shape", "the model expects",
             {**entries, array["entry"]: npy(np.zeros(3))})
+    arrays = sorted((n for n in entries if n.endswith(".npy")),
+                    key=lambda n: len(entries[n]))
+    variant("swapped_entries", "holds a .* array of shape .*; the model expects",
+            {**entries, arrays[0]: entries[arrays[-1]], arrays[-1]: entries[arrays[0]]})
     variant("newer_version", "format 99.*upgrade",
             meta=edited(lambda m: m.update(format_version=99)))
     variant("other_class", "names class 'posix.system'", meta=edited(
