@@ -248,7 +248,7 @@ def _open(path, read):
             raise ValueError(f"{path}: its arrays do not fit in memory") from None
         except (KeyError, IndexError, TypeError, AttributeError, OverflowError,
                 RecursionError, EOFError, UnicodeDecodeError, struct.error, zlib.error,
-                zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError,
+                zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError,
                 OSError) as exc:       # (the file is open: a seek or read the zip misstates)
             raise ValueError(f"{path}: not a valid sklstruct model file "
                              f"({type(exc).__name__}: {exc})") from None
@@ -263,6 +263,12 @@ def _entries(zf, path):
         if info.filename != METADATA and not _ENTRY.match(info.filename):
             raise ValueError(f"{path}: holds the entry {info.filename!r}, which a model "
                              "file does not have; refused")
+        if info.flag_bits & 0x1:
+            raise ValueError(f"{path}: the entry {info.filename!r} is encrypted; a model "
+                             "file's are not")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise ValueError(f"{path}: the entry {info.filename!r} uses compression method "
+                             f"{info.compress_type}; a model file's are deflated or stored")
         infos[info.filename] = info
     if METADATA not in infos:
         raise ValueError(f"{path}: not a sklstruct model file (no {METADATA} entry)")

@@ -433,6 +433,14 @@ def hostile_files(small_file, tmp_path):
         lambda m: find(m["model"], lambda n: isinstance(n, dict) and "templates_" in n)
         ["templates_"].__setitem__(0, "word[0]")))
     data = open(good, "rb").read()
+    encrypted = bytearray(data)
+    for magic, flag in ((b"PK\x01\x02", 8), (b"PK\x03\x04", 6)):
+        i = encrypted.find(magic)
+        while i >= 0:
+            encrypted[i + flag] |= 1
+            i = encrypted.find(magic, i + 4)
+    (tmp_path / "encrypted.skls").write_bytes(bytes(encrypted))
+    out.append(("encrypted", tmp_path / "encrypted.skls", "is encrypted"))
     (tmp_path / "truncated.skls").write_bytes(data[:len(data) // 2])
     out.append(("truncated", tmp_path / "truncated.skls", "not a zip archive|truncated|"
                 "not a valid"))
@@ -506,8 +514,16 @@ def loads_or_refuses(path, X):
 def test_fuzz_bytes(small_file, tmp_path, data):
     good, _, X = small_file
     raw = bytearray(open(good, "rb").read())
-    how = data.draw(st.sampled_from(["flip", "truncate", "splice"]))
-    if how == "flip":
+    how = data.draw(st.sampled_from(["flip", "truncate", "splice", "header"]))
+    if how == "header":
+        # the zip's own records: local headers, central directory, its end
+        starts = [i for magic in (b"PK\x03\x04", b"PK\x01\x02", b"PK\x05\x06")
+                  for i in range(len(raw)) if raw.startswith(magic, i)]
+        for _ in range(data.draw(st.integers(1, 3))):
+            i = data.draw(st.sampled_from(starts)) + data.draw(st.integers(4, 45))
+            if i < len(raw):
+                raw[i] = data.draw(st.integers(0, 255))
+    elif how == "flip":
         for _ in range(data.draw(st.integers(1, 8))):
             i = data.draw(st.integers(0, len(raw) - 1))
             raw[i] ^= data.draw(st.integers(1, 255))
