@@ -558,7 +558,8 @@ def build(name, state, path):
     for check in checks:
         try:
             check(obj, path)
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError,
+                OverflowError) as exc:
             message = str(exc)
             if not message.startswith(path):    # raised by the code a check calls
                 message = f"{path}: a {name} that does not fit together ({message})"
