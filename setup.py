@@ -1,5 +1,6 @@
 """Build script for sklstruct's Cython kernels; the package metadata is in
 pyproject.toml ([project])."""
+import os
 from glob import glob
 from pathlib import Path
 
@@ -38,6 +39,8 @@ setup(
         extensions,
         include_path=["."],
         language_level=3,
+        # translate the modules in parallel, as build_ext -j compiles them
+        nthreads=os.cpu_count() or 1,
         compiler_directives={
             "boundscheck": False,
             "wraparound": False,

@@ -40,11 +40,10 @@ import resource
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
-from common import DEFAULT_DATA, report
+from common import DEFAULT_DATA, quiet_fit, report
 
 
 def features(data):
@@ -56,14 +55,6 @@ def features(data):
     return vectorizer, tokens, labels
 
 
-def fit(model, X, y):
-    from sklearn.exceptions import ConvergenceWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        tic = time.perf_counter()
-        model.fit(X, y)
-        return time.perf_counter() - tic
 
 
 def part_threads(args):
@@ -75,7 +66,7 @@ def part_threads(args):
     for _ in range(args.repeat):
         for n_jobs in (1, 2):
             model = CRFTagger(max_iter=args.max_iter, n_jobs=n_jobs)
-            seconds = fit(model, X, labels)
+            seconds = quiet_fit(model, X, labels)
             per_iter[n_jobs].append(seconds / model.n_iter_)
             models[n_jobs] = model
     one, two = (float(np.median(per_iter[k])) for k in (1, 2))
@@ -135,7 +126,7 @@ def child_pipeline(args):
                 tokens += t
                 labels += lab
             tic = time.perf_counter()
-            fit(model, tokens, labels)
+            quiet_fit(model, tokens, labels)
             out["seconds"] = time.perf_counter() - tic
             del tokens, labels
             out["peak_mb"] = peak_mb()
@@ -146,7 +137,7 @@ def child_pipeline(args):
                               dashboard_address=None) as cluster, Client(cluster):
                 tic = time.perf_counter()
                 X, y = read_conll_bag([str(p) for p in paths])
-                fit(model, X, y)
+                quiet_fit(model, X, y)
                 out["seconds"] = time.perf_counter() - tic
                 out["peak_mb"] = peak_mb()
     X_test, y_test = read_conll(Path(args.data) / "conll2000" / "test.txt")
@@ -187,7 +178,7 @@ def child(args):
     if args.child == "serial":
         X = vectorizer.transform(tokens)
         del tokens
-        out["seconds"] = fit(model, X, labels)
+        out["seconds"] = quiet_fit(model, X, labels)
     else:
         from distributed import Client, LocalCluster
 
@@ -199,7 +190,7 @@ def child(args):
             tok_bag, y = read_conll_bag(Path(args.data) / "conll2000" / "train.txt",
                                         partitions_per_file=args.partitions)
             X = tok_bag.map_partitions(vectorizer.transform)
-            out["seconds"] = fit(model, X, y)
+            out["seconds"] = quiet_fit(model, X, y)
     n_theta = (len(model.classes_) + 2) * len(model.classes_) + int(
         np.count_nonzero(model.coef_))
     out.update(objective=model.objective_, n_iter=model.n_iter_, n_theta=n_theta,

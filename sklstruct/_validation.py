@@ -11,6 +11,7 @@ import math
 import os
 import reprlib
 from collections.abc import Mapping, Set
+from itertools import chain
 from numbers import Integral, Real
 
 import numpy as np
@@ -249,11 +250,16 @@ def _check_sparse_structure(x, where):
 
 def _label_kind(value):
     """'string', 'bytes' or 'number' for a label; None if it cannot be one."""
-    if isinstance(value, str):
+    return _kind_of_type(type(value))
+
+
+def _kind_of_type(t):
+    """:func:`_label_kind` for every value of type ``t``."""
+    if issubclass(t, str):
         return "string"
-    if isinstance(value, bytes):
+    if issubclass(t, bytes):
         return "bytes"
-    if isinstance(value, (Integral, Real, np.bool_)):
+    if issubclass(t, (Integral, Real, np.bool_)):
         return "number"
     return None
 
@@ -317,6 +323,40 @@ def _number_labels(parts, name):
     return labels
 
 
+def _one_kind(parts):
+    """The one label kind of all ``parts`` (label sequences), or None when
+    there is none, more than one, a value that is no label, or a string
+    ending in NUL; vectorized: the Python loops run over the distinct types
+    and values, never over the tokens."""
+    kinds, loose = set(), []
+    for p in parts:
+        if isinstance(p, np.ndarray) and p.dtype.kind in _KIND_OF_DTYPE:
+            kinds.add(_KIND_OF_DTYPE[p.dtype.kind])
+        elif len(p):
+            loose.append(p)
+    if loose:
+        flat = list(chain.from_iterable(loose))
+        kinds.update(_kind_of_type(t) for t in set(map(type, flat)))
+        if kinds <= {"string", "bytes"} and any(
+                v.endswith("\x00" if isinstance(v, str) else b"\x00") for v in set(flat)):
+            return None
+    return kinds.pop() if len(kinds) == 1 and None not in kinds else None
+
+
+def _raise_first_kind_error(parts, name):
+    """The error of the first label that :func:`_one_kind` refused, found
+    label by label."""
+    first = {}
+    for i, seq in enumerate(parts):
+        for kind, j in _sequence_kinds(seq, f"{name}[{i}]").items():
+            first.setdefault(kind, (i, j))
+        if len(first) > 1:
+            (k1, (i1, j1)), (k2, (i2, j2)) = sorted(first.items(), key=lambda kv: kv[1])[:2]
+            raise InputTypeError(f"{name}[{i2}][{j2}]: label is a {k2} but {name}[{i1}][{j1}] "
+                                 f"is a {k1}; labels must be all strings or all numbers")
+    raise ValueError(f"{name}: holds no labels")
+
+
 def check_label_sequences(y, lengths, name="y", x_name="X"):
     """Check ``y`` (one label sequence per sentence, of the given lengths) and
     return all labels concatenated in one array.
@@ -332,21 +372,17 @@ def check_label_sequences(y, lengths, name="y", x_name="X"):
     if len(y) != len(lengths):
         raise ValueError(f"{name}: has {len(y)} label sequences but {x_name} has "
                          f"{len(lengths)} sentences")
-    parts, first = [], {}
+    parts = []
     for i, (seq, T) in enumerate(zip(y, lengths)):
-        where = f"{name}[{i}]"
         if not (isinstance(seq, np.ndarray) and seq.ndim == 1):
-            seq = check_sentence(seq, where, "labels", allow_empty=True)
+            seq = check_sentence(seq, f"{name}[{i}]", "labels", allow_empty=True)
         if len(seq) != T:
-            raise ValueError(f"{where}: has {len(seq)} labels but {x_name}[{i}] has {T} tokens")
-        for kind, j in _sequence_kinds(seq, where).items():
-            first.setdefault(kind, (i, j))
-        if len(first) > 1:
-            (k1, (i1, j1)), (k2, (i2, j2)) = sorted(first.items(), key=lambda kv: kv[1])[:2]
-            raise InputTypeError(f"{name}[{i2}][{j2}]: label is a {k2} but {name}[{i1}][{j1}] "
-                                 f"is a {k1}; labels must be all strings or all numbers")
+            raise ValueError(f"{name}[{i}]: has {len(seq)} labels but {x_name}[{i}] has {T} "
+                             "tokens")
         parts.append(seq)
-    kind = next(iter(first))
+    kind = _one_kind(parts)
+    if kind is None:           # something is wrong: find the first offending label
+        _raise_first_kind_error(parts, name)
     if kind == "number":
         labels = _number_labels(parts, name)
         if labels.dtype.kind == "f" and not np.isfinite(labels).all():
@@ -354,7 +390,7 @@ def check_label_sequences(y, lengths, name="y", x_name="X"):
             i = int(np.searchsorted(np.cumsum(lengths), j, side="right"))
             raise ValueError(f"{name}[{i}]: label {labels[j].item()!r} is not finite")
         return labels
-    labels = np.concatenate([np.asarray(p, dtype=object) for p in parts])
+    labels = np.array(list(chain.from_iterable(parts)), dtype=object)
     return labels.astype(str if kind == "string" else bytes)
 
 

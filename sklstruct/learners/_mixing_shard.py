@@ -86,7 +86,7 @@ class Shard:
         W = learner._weights.W
         if not report:
             return (learner.history_[-1], self.columns[:0], W[:0], learner._weights.P.copy())
-        delta = W - before if started else W.copy()
+        delta = np.subtract(W, before, out=before) if started else W.copy()
         moved = np.flatnonzero(delta.any(axis=1))
         moved = moved[moved < self.columns.size]      # (the filler row of an empty shard)
         return (learner.history_[-1], self.columns[moved], delta[moved],

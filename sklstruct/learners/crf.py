@@ -13,7 +13,7 @@ from .._progress import report
 from .._validation import MAX_C, N_JOBS_CONSTRAINT
 from ..chain import as_stacked, pack_chain
 from .._dask import is_bag
-from ..optimize import lbfgs
+from ..optimize import lbfgs, owlqn
 from ._base import ChainTagger
 from ._crf_losses import LOSSES
 from ._crf_shard import CRFShard, seen_states
@@ -33,10 +33,20 @@ class CRFTagger(ChainTagger):
     * ``"pointwise_exp"``: ``sum_t 1 / P(y_t | x)``;
 
     (one class each in ``sklstruct/learners/_crf_losses.py``) with a
-    Gaussian prior named and scaled as in scikit-learn's
-    ``LogisticRegression``: the objective is ``C * sum(loss) + 1/2 ||w||^2``.
-    It is minimised by L-BFGS (:func:`sklstruct.optimize.lbfgs`, with scipy's
-    Wolfe line search) with the exact gradients of section 4.1
+    Gaussian prior, or an elastic-net (Gaussian and Laplacian) one, named and
+    scaled as in scikit-learn's ``LogisticRegression``: the objective is
+
+        C * sum(loss) + (1 - l1_ratio) / 2 ||w||_2^2 + l1_ratio ||w||_1.
+
+    Without the L1 term it is minimised by L-BFGS
+    (:func:`sklstruct.optimize.lbfgs`, with scipy's Wolfe line search); with
+    it (``l1_ratio > 0``, log losses) by OWL-QN
+    (:func:`sklstruct.optimize.owlqn`, Andrew & Gao 2007, the method of
+    CRFsuite's ``c1``), which sets weights exactly to zero.  CRFsuite's
+    ``c1 * ||w||_1 + c2 * ||w||_2^2 + sum(loss)`` is the same objective
+    divided by ``C`` with ``C = 1 / (c1 + 2 c2)`` and
+    ``l1_ratio = c1 / (c1 + 2 c2)``.  Both use the exact gradients of
+    section 4.1
     (eqs. 3-4 and the pointwise ones, whose expectations conditioned on one
     position's label come from one extra backward-and-forward sweep, so
     every loss costs O(T L^2) per sentence).  Forward-backward never
@@ -53,6 +63,11 @@ class CRFTagger(ChainTagger):
     loss : {"log", "exp", "pointwise_log", "pointwise_exp"}, default="log"
     C : float, default=1.0
         Inverse regularisation strength (larger: weaker prior).
+    l1_ratio : float in [0, 1], default=0.0
+        The L1 share of the prior (the elastic-net mixing of
+        ``LogisticRegression``): 0 is the Gaussian prior, 1 pure L1.  Above 0
+        the model is fitted by OWL-QN and is sparse; the exp losses take only
+        0 (their objective is a logarithm, see above).
     all_possible_states : bool, default=False
         As in sklearn-crfsuite (CRFsuite's ``feature.possible_states``):
         False gives weights only to the (feature, label) pairs seen together
@@ -106,11 +121,14 @@ class CRFTagger(ChainTagger):
        Data", ICML 2001.
     .. [3] S. Kakade, Y. W. Teh and S. Roweis, "An Alternate Objective
        Function for Markovian Fields", ICML 2002.
+    .. [4] G. Andrew and J. Gao, "Scalable Training of L1-Regularized
+       Log-Linear Models", ICML 2007.
     """
 
     _parameter_constraints = {
         "loss": [StrOptions(set(LOSSES))],
         "C": [Interval(Real, 0, MAX_C, closed="right")],
+        "l1_ratio": [Interval(Real, 0, 1, closed="both")],
         "all_possible_states": ["boolean"],
         "order": [Interval(Integral, 1, 2, closed="both")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -120,10 +138,11 @@ class CRFTagger(ChainTagger):
         "warm_start": ["boolean"],
     }
 
-    def __init__(self, loss="log", C=1.0, all_possible_states=False, order=1, max_iter=100,
-                 tol=1e-5, n_jobs=None, verbose=0, warm_start=False):
+    def __init__(self, loss="log", C=1.0, l1_ratio=0.0, all_possible_states=False, order=1,
+                 max_iter=100, tol=1e-5, n_jobs=None, verbose=0, warm_start=False):
         self.loss = loss
         self.C = C
+        self.l1_ratio = l1_ratio
         self.all_possible_states = all_possible_states
         self.order = order
         self.max_iter = max_iter
@@ -141,7 +160,8 @@ class CRFTagger(ChainTagger):
         partitions of Dask bags); ``meta`` has their count, ``lengths`` and
         ``offsets``, from which the loss weighs them."""
         C, loss = float(self.C), LOSSES[self.loss]
-        reg = 0.5 * float(theta @ theta)
+        l2 = 1.0 - float(self.l1_ratio)      # the L1 term is OWL-QN's (see _minimise)
+        reg = 0.5 * l2 * float(theta @ theta)
         if loss.values_first:               # values first, then the gradient with their weights
             v = shards.values(theta, loss.pointwise)
             value, scale = loss.value(v, C, reg)
@@ -149,7 +169,8 @@ class CRFTagger(ChainTagger):
         else:
             v, grad = shards.values(theta, loss.pointwise, loss.weights(C, meta))
             value, scale = loss.value(v, C, reg)
-        grad += scale * theta
+        if l2:
+            grad += (scale * l2) * theta
         return value, grad
 
     def _n_chain(self, L):
@@ -180,6 +201,17 @@ class CRFTagger(ChainTagger):
             states = self._states(seen_states(data, codes, L), self.coef_.T if warm else None)
         shard = CRFShard(data, codes, L, self._n_chain(L), states, n_jobs=self.n_jobs)
         return shard, data, classes, data.n_features, states
+
+    def _chain_states(self, data, codes, n_labels):
+        """The chain weights learned, as sorted flat indices into the packed
+        chain P (:func:`sklstruct.chain.pack_chain`), the others staying 0;
+        None (here) learns them all.  A subclass may learn fewer (CRFsuite's
+        model: the label bigrams seen in training, no start or end weights)."""
+        return None
+
+    def _optimizer_options(self):
+        """Keyword arguments of the optimiser's stopping tests."""
+        return {"gtol": float(self.tol), "ftol": 64 * np.finfo(float).eps}
 
     @staticmethod
     def _full_theta(theta, n_features, n_labels, states):
@@ -216,56 +248,81 @@ class CRFTagger(ChainTagger):
         if warm and fitted != self.order:
             raise ValueError(f"order: cannot change order from {fitted} to {self.order} when "
                              "continuing training; refit")
+        if self.l1_ratio > 0 and LOSSES[self.loss].values_first:
+            raise ValueError(f"l1_ratio: the {self.loss!r} loss takes only l1_ratio=0 (its "
+                             f"objective is a logarithm); got {self.l1_ratio!r}")
+        chain = None
         if is_bag(X) or is_bag(y):
             from ._crf_dask import bag_problem       # dask is optional: imported when used
             shards, meta, classes, F, states = bag_problem(self, X, y, warm)
         else:
             shards, meta, classes, F, states = self._local_problem(X, y, warm)
+            chain = self._chain_states(shards.data, shards.codes, len(classes))
         try:
-            return self._minimise(shards, meta, classes, F, states, warm)
+            return self._minimise(shards, meta, classes, F, states, warm, chain)
         finally:
             if hasattr(shards, "close"):
                 shards.close()
 
-    def _minimise(self, shards, meta, classes, F, states, warm):
-        """L-BFGS from zero (or, warm, the current weights) on the objective
-        over ``shards``; publishes the result."""
+    def _minimise(self, shards, meta, classes, F, states, warm, chain=None):
+        """L-BFGS (OWL-QN with an L1 term) from zero (or, warm, the current
+        weights) on the objective over ``shards``; publishes the result.
+        ``chain``: the chain weights learned (:meth:`_chain_states`)."""
         L = len(classes)
         n_w = F * L if states is None else len(states)
+        n_p = self._n_chain(L) * L
         if warm:
             W0 = self.coef_.T.reshape(-1)
+            P0 = pack_chain(self.transition_coef_, self.start_coef_, self.end_coef_,
+                            self.trigram_coef_).ravel()
             theta0 = np.concatenate([W0 if states is None else W0[states],
-                                     pack_chain(self.transition_coef_, self.start_coef_,
-                                                self.end_coef_, self.trigram_coef_).ravel()])
+                                     P0 if chain is None else P0[chain]])
         else:
-            theta0 = np.zeros(n_w + self._n_chain(L) * L)
+            theta0 = np.zeros(n_w + (n_p if chain is None else len(chain)))
         history, tic = [], time.perf_counter()
         last = {}
 
+        def full(theta):
+            """theta with every chain weight (those not learned at 0)."""
+            if chain is None:
+                return theta
+            P = np.zeros(n_p)
+            P[chain] = theta[n_w:]
+            return np.concatenate([theta[:n_w], P])
+
         def fun(theta):
-            value, grad = self._objective(theta, shards, meta)
+            value, grad = self._objective(full(theta), shards, meta)
+            if chain is not None:
+                grad = np.concatenate([grad[:n_w], grad[n_w:][chain]])
             if not (np.isfinite(value) and np.isfinite(grad).all()):
                 raise ValueError("the objective or its gradient is not finite; scale the "
                                  "features down or lower C")
             last.update(value=value, grad_norm=float(np.linalg.norm(grad)))
             return value, grad
 
+        l1 = float(self.l1_ratio)
+
         def callback(theta):
-            record = {"iteration": len(history) + 1, "objective": last["value"],
+            value = last["value"] + (l1 * float(np.abs(theta).sum()) if l1 else 0.0)
+            record = {"iteration": len(history) + 1, "objective": value,
                       "grad_norm": last["grad_norm"], "seconds": time.perf_counter() - tic}
             history.append(record)
             report(self.verbose, "Iteration", record["iteration"],
                    [("objective", record["objective"]),
                     ("gradient norm", f"{record['grad_norm']:.3g}")], record["seconds"])
 
-        result = lbfgs(fun, theta0, max_iter=int(self.max_iter), gtol=float(self.tol),
-                       ftol=64 * np.finfo(float).eps, callback=callback)
+        if l1 > 0:
+            result = owlqn(fun, theta0, l1, max_iter=int(self.max_iter), callback=callback,
+                           **self._optimizer_options())
+        else:
+            result = lbfgs(fun, theta0, max_iter=int(self.max_iter), callback=callback,
+                           **self._optimizer_options())
         if not result.success:
             hint = ("increase max_iter" if result.nit >= self.max_iter
                     else "the line search failed: scale the features (or C) down")
             warnings.warn(f"L-BFGS stopped after {result.nit} iterations without converging "
                           f"({result.message}); {hint}", ConvergenceWarning)
-        self._set_theta(self._full_theta(result.x, F, L, states), classes, F)
+        self._set_theta(self._full_theta(full(result.x), F, L, states), classes, F)
         self.n_iter_ = int(result.nit)
         self.objective_ = float(result.fun)
         self.history_ = history

@@ -3,6 +3,7 @@ import time
 from numbers import Integral
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
@@ -218,12 +219,10 @@ class ParameterMixingTagger(ChainTagger):
             records = [r[0] for r in results]
             mu = self._mixing_weights(records)
             if not single and epoch < self.max_iter:
-                touched = np.unique(np.concatenate([r[1] for r in results]))
-                before = M[touched]
-                for m, (_, rows, delta, _) in zip(mu, results):
-                    M[rows] += m * delta
+                touched, step = self._mixed_step(mu, results)
+                M[touched] += step
                 if U is not None:
-                    U[touched] += epoch * (M[touched] - before)
+                    U[touched] += epoch * step
                 changed = np.zeros(n_features, dtype=bool)
                 changed[touched] = True
                 P_mixed = sum(m * r[3] for m, r in zip(mu, results))
@@ -251,6 +250,18 @@ class ParameterMixingTagger(ChainTagger):
         self.n_iter_ = self.max_iter
         self.history_ = history
         return self
+
+    @staticmethod
+    def _mixed_step(mu, results):
+        """The rows any shard changed and ``sum_s mu_s d_s`` on them: one
+        sparse product (summing the rows in C) rather than a gather and a
+        scatter of the mixture per shard in the calling thread."""
+        rows = np.concatenate([r[1] for r in results])
+        touched, where = np.unique(rows, return_inverse=True)
+        weights = np.repeat(mu, [r[1].size for r in results])
+        summing = sp.csr_matrix((weights, (where.ravel(), np.arange(rows.size))),
+                                shape=(touched.size, rows.size))
+        return touched, summing @ np.concatenate([r[2] for r in results])
 
     def _mixing_weights(self, records):
         k = np.array([r["updates"] for r in records], dtype=float)
