@@ -10,8 +10,9 @@ the numbers of the fitted model) in which each array is a reference to its
 entry with its dtype and shape.
 
 Loading reads that tree and builds objects only of the classes sklstruct
-knows (its registered estimators, its vectorizers and their parts, and
-scikit-learn's ``Pipeline``), by setting the attributes the format allows
+knows (its registered estimators, its vectorizers and their parts,
+``sklstruct.compat.CRF``, and scikit-learn's ``Pipeline``), by setting the
+attributes the format allows
 for each, then checks what prediction will read (shapes, dtypes, index
 ranges) and rebuilds the caches.  Nothing stored in the file is executed:
 there is no pickle in it, and no name in it is imported.  A file that names
@@ -66,8 +67,9 @@ def save_model(estimator, path, *, metadata=None):
         A sklstruct tagger, meta-tagger or parser, a sklstruct vectorizer
         (:class:`SequenceVectorizer`, :class:`DictSequenceVectorizer`,
         :class:`SentenceFeatureUnion`, a :func:`feature_set`, with their
-        Brown clusters, label dictionary and gazetteer parts), or a
-        :class:`sklearn.pipeline.Pipeline` of them.
+        Brown clusters, label dictionary and gazetteer parts), a
+        :class:`sklearn.pipeline.Pipeline` of them, or a
+        ``sklstruct.compat.CRF``.
     path : str or path-like
         The file to write (replaced atomically when it exists).  Any suffix
         works; ``.skls`` is the command line's.

@@ -23,6 +23,8 @@ from sklearn.pipeline import Pipeline
 from .._publish import Cache
 from .._registry import ESTIMATORS
 from .._validation import MAX_K
+from ..compat._crf import CRF, TrainingLog
+from ..compat._model import CRFsuiteDicts, CRFsuiteLBFGS, CRFsuiteOnline, Fitted
 from ..features import (BrownClusters, DictSequenceVectorizer, EmbeddingFeatures,
                         GazetteerFeatures, LabelDictionaryFeatures, SentenceFeatureUnion,
                         SequenceVectorizer)
@@ -210,17 +212,18 @@ def _check_dict_sequence_vectorizer(obj, path):
         return
     vocabulary = _str_dict(obj.vocabulary_, "vocabulary_", path, int)
     n = _int(obj, "n_features_out_", path)
-    names = [None] * n
-    for name, column in vocabulary.items():
-        if not 0 <= column < n or names[column] is not None:
-            _fail(path, f"vocabulary_ must number its {n} features 0..{n - 1}")
-        names[column] = name
-    if len(vocabulary) != n:
+    columns = np.fromiter(vocabulary.values(), dtype=np.int64, count=len(vocabulary))
+    if "n_columns_" in obj.__dict__:
+        # a CRFsuite model's vocabulary (sklstruct.compat): several names per column
+        if obj.n_columns_ != n:
+            _fail(path, "n_columns_ differs from n_features_out_")
+        _in_range(columns, 0, n, "vocabulary_", path)
+    elif len(vocabulary) != n or not np.array_equal(np.sort(columns), np.arange(n)):
         _fail(path, f"vocabulary_ must number its {n} features 0..{n - 1}")
     # the DictVectorizer fitted to the same names that fit keeps beside them
     # (rebuilt here: a model file holds no scikit-learn object but Pipeline)
     vectorizer = DictVectorizer(sort=obj.sort)
-    vectorizer.feature_names_ = names
+    vectorizer.feature_names_ = list(vocabulary)
     vectorizer.vocabulary_ = vocabulary
     obj.vectorizer_ = vectorizer
 
@@ -256,6 +259,34 @@ def _check_from_labels(obj, path):
     """The label dictionary and the gazetteer: the window transform loops over."""
     if hasattr(obj, "_window"):
         _int(obj, "_window", path, high=MAX_WINDOW)
+
+
+def _check_compat_crf(obj, path):
+    """:class:`sklstruct.compat.CRF`: its fitted model, and never a model file
+    of its own to unpickle."""
+    state = obj.__dict__.get("_state")
+    if state is None and obj.model_filename is not None:
+        _fail(path, "an unfitted CRF with a model_filename would read (unpickle) that "
+                    "file on predicting; refused")
+    if state is not None and not isinstance(state, Fitted):
+        _fail(path, "_state must be the fitted model")
+    log = obj.__dict__.get("_training_log")
+    if log is not None and not isinstance(log, TrainingLog):
+        _fail(path, "_training_log must be a training log")
+
+
+def _check_compat_fitted(obj, path):
+    tagger, vectorizer = obj.tagger, obj.vectorizer
+    if not isinstance(tagger, ChainTagger) or not isinstance(vectorizer, CRFsuiteDicts):
+        _fail(path, "a CRF's model is a CRFsuiteDicts vectorizer and a chain tagger")
+    if vectorizer.n_features_out_ != tagger.n_features_in_:
+        _fail(path, "the vectorizer's and the tagger's features differ")
+    labels, attributes = obj.labels, obj.attributes
+    if not isinstance(labels, list) or sorted(labels) != tagger.classes_.tolist():
+        _fail(path, "labels must be the tagger's classes")
+    if not isinstance(attributes, np.ndarray) or attributes.shape != (tagger.n_features_in_,) \
+            or attributes.dtype != object:
+        _fail(path, "attributes must name each column")
 
 
 def _check_grammar_parser(obj, path):
@@ -438,9 +469,13 @@ class Rule:
         gives them as a dict, ``build(state, path)`` makes the object.
     keys : tuple of str
         The names of those arguments (a file must give exactly these).
+    refuse : callable, optional
+        ``refuse(obj)``: why ``obj`` cannot be saved (a str), or None.
     """
 
-    def __init__(self, private=(), drop=(), check=None, state=None, build=None, keys=()):
+    def __init__(self, private=(), drop=(), check=None, state=None, build=None, keys=(),
+                 refuse=None):
+        self.refuse = refuse
         self.private = frozenset(private)
         self.keys = frozenset(keys)
         self.drop = frozenset(drop)
@@ -474,6 +509,14 @@ RULES = {
     BrownClusters: Rule(),
     SpanFeatures: Rule(private=("_growing", "min_count"), check=_check_span_features),
     Pipeline: Rule(state=_pipeline_state, build=_pipeline_build, keys=_PIPELINE_ARGS),
+    CRF: Rule(private=("_state", "_training_log"), drop=("_cache", "_tagger"),
+              check=_check_compat_crf, refuse=lambda crf: (
+                  "an unfitted CRF with a model_filename reads (unpickles) that file when "
+                  "it predicts: fit it first" if crf.__dict__.get("_state") is None
+                  and crf.model_filename is not None else None)),
+    Fitted: Rule(private=("vectorizer", "tagger", "labels", "attributes"),
+                 check=_check_compat_fitted),
+    TrainingLog: Rule(private=("iterations", "training_seconds", "featgen_num_features")),
     Grammar: Rule(state=_grammar_state, build=_grammar_build, keys=_GRAMMAR_ARGS),
     CompiledGrammar: Rule(state=lambda c: {n: getattr(c, n) for n in _COMPILED_ARGS},
                           build=_compiled_build, keys=_COMPILED_ARGS),
@@ -489,6 +532,12 @@ CLASSES.update({
     "sklstruct.parsing.Grammar": Grammar,
     "sklstruct.parsing.CompiledGrammar": CompiledGrammar,
     "sklstruct.parsing.SpanFeatures": SpanFeatures,
+    "sklstruct.compat.CRF": CRF,
+    "sklstruct.compat.Fitted": Fitted,
+    "sklstruct.compat.TrainingLog": TrainingLog,
+    "sklstruct.compat.CRFsuiteDicts": CRFsuiteDicts,
+    "sklstruct.compat.CRFsuiteLBFGS": CRFsuiteLBFGS,
+    "sklstruct.compat.CRFsuiteOnline": CRFsuiteOnline,
 })
 _NAMES = {cls: name for name, cls in CLASSES.items()}
 
@@ -512,6 +561,10 @@ def describe(obj, path):
             "file, which holds only sklstruct's estimators and vectorizers, scikit-learn "
             "Pipelines of them, and plain data")
     rules = _rules(cls)
+    for rule in rules:
+        reason = rule.refuse(obj) if rule.refuse is not None else None
+        if reason:
+            raise TypeError(f"{path}: {reason}")
     custom = next((r for r in rules if r.state is not None), None)
     if custom is not None:
         return _NAMES[cls], custom.state(obj)

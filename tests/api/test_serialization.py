@@ -191,6 +191,52 @@ def test_vectorizers_alone_transform_the_same(corpus, tmp_path):
     assert repr(unfitted) == repr(feature_set("ner-rich"))
 
 
+@pytest.mark.parametrize("algorithm", ["lbfgs", "l2sgd", "ap", "pa", "arow"])
+def test_the_sklearn_crfsuite_drop_in_round_trips(corpus, tmp_path, algorithm):
+    """sklstruct.compat.CRF (sklearn-crfsuite's CRF): predictions, marginals,
+    its training log and classes."""
+    from sklstruct.compat import CRF
+    Xtr, ytr, Xte = corpus
+
+    def dicts(X):
+        return [[{"w": w, "p": p, "len": float(len(w))} for w, p in s] for s in X]
+    crf = CRF(algorithm=algorithm, max_iterations=3).fit(dicts(Xtr[:60]), ytr[:60])
+    again = round_trip(crf, tmp_path)
+    assert again.get_params() == crf.get_params()
+    assert again.predict(dicts(Xte)).tolist() == crf.predict(dicts(Xte)).tolist()
+    assert again.predict_marginals(dicts(Xte[:5])).tolist() == \
+        crf.predict_marginals(dicts(Xte[:5])).tolist()
+    assert again.classes_ == crf.classes_
+    assert again.training_log_.iterations == crf.training_log_.iterations
+    assert again.state_features_ == crf.state_features_
+
+
+def test_a_crfsuite_model_read_by_from_crfsuite_round_trips(corpus, tmp_path):
+    pycrfsuite = pytest.importorskip("pycrfsuite")
+    from sklstruct.compat import CRF, from_crfsuite
+    Xtr, ytr, Xte = corpus
+    trainer = pycrfsuite.Trainer(verbose=False)
+    for s, labels in zip(Xtr[:60], ytr[:60]):
+        trainer.append([{"w": w, "p": p} for w, p in s], labels)
+    trainer.set_params({"max_iterations": 5})
+    trainer.train(str(tmp_path / "m.crfsuite"))
+    crf = from_crfsuite(tmp_path / "m.crfsuite")
+    again = round_trip(crf, tmp_path)
+    X = [[{"w": w, "p": p} for w, p in s] for s in Xte]
+    assert again.predict(X).tolist() == crf.predict(X).tolist()
+    # an unfitted CRF naming a model file would unpickle it on predicting: refused
+    unfitted = CRF(model_filename=str(tmp_path / "m.crfsuite"))
+    with pytest.raises(TypeError, match="reads \\(unpickles\\) that file"):
+        save_model(unfitted, tmp_path / "unfitted.skls")
+    path = tmp_path / "unfitted.skls"
+    save_model(CRF(), path)
+    entries = read_zip(path)
+    meta = json.loads(entries["model.json"])
+    meta["model"]["state"]["model_filename"] = str(tmp_path / "m.crfsuite")
+    with pytest.raises(ValueError, match="would read \\(unpickle\\) that file"):
+        load_model(write_zip(path, entries, meta))
+
+
 TOY = [
     "(S (NP (DT the) (NN dog)) (VP (VBZ barks)))",
     "(S (NP (DT a) (NN cat)) (VP (VBZ sleeps)))",
