@@ -587,7 +587,8 @@ def test_fuzz_bytes(small_file, tmp_path, data):
 def fuzzed_files(small_file, corpus, tmp_path_factory):
     """Model files to fuzz, with sentences to predict: the small pipeline, a
     rich one (Brown clusters, label dictionary, gazetteer; a tag dictionary
-    and transition constraints), a kernel M3N and a parser."""
+    and transition constraints), sklearn-crfsuite's CRF, a kernel M3N and a
+    parser."""
     Xtr, ytr, Xte = corpus
     folder = tmp_path_factory.mktemp("fuzz")
     rich = make_pipeline(
@@ -598,8 +599,12 @@ def fuzzed_files(small_file, corpus, tmp_path_factory):
                                                                   random_state=0))
     trees = [Tree.fromstring(t) for t in TOY]
     parser = F1MaxMarginParser(max_iter=2)
+    from sklstruct.compat import CRF
+    dicts = [[{"w": w, "p": p} for w, p in s] for s in Xtr[:30] + Xte[:5]]
     out = [(small_file[0], small_file[2])]
     for name, model, X, y, test in (("rich", rich, Xtr[:50], ytr[:50], Xte[:5]),
+                                    ("compat", CRF(max_iterations=2), dicts[:30], ytr[:30],
+                                     dicts[30:]),
                                     ("kernel", kernel, Xtr[:20], ytr[:20], Xte[:5]),
                                     ("parser", parser, [t.pos() for t in trees], trees,
                                      [t.pos() for t in trees])):
@@ -609,7 +614,7 @@ def fuzzed_files(small_file, corpus, tmp_path_factory):
     return out
 
 
-@settings(max_examples=400, deadline=None, derandomize=True,
+@settings(max_examples=300, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzz_structure(fuzzed_files, tmp_path, data):
