@@ -42,7 +42,7 @@ import scipy.sparse as sp
 
 #: Array dtypes a ``.npy`` entry may hold: bools, integers and floats (arrays
 #: of strings, such as label classes, are JSON lists).
-_DTYPE = re.compile(r"^[<>|=]?(b1|[iu][1248]|f[48])$")
+_DTYPE = re.compile(r"^[<|]?(b1|[iu][1248]|f[48])$")
 _STRING_DTYPE = re.compile(r"^(object|<U[1-9][0-9]{0,5})$")
 _SCALAR_TYPES = {np.dtype(t).name: np.dtype(t).type
                  for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
