@@ -295,8 +295,7 @@ def test_the_file_is_an_npz_that_numpy_opens_without_pickle(small_file):
     with np.load(path, allow_pickle=False) as npz:
         names = npz.files
         arrays = [npz[n] for n in names if n != "model.json"]
-        meta = json.loads(bytes(npz["model.json"]) if isinstance(npz["model.json"], bytes)
-                          else zipfile.ZipFile(path).read("model.json"))
+        meta = json.loads(npz["model.json"])       # (a member that is not .npy: its bytes)
     assert "model.json" in names and arrays and all(a.dtype != object for a in arrays)
     assert meta["format"] == "sklstruct-model" and meta["format_version"] == FORMAT_VERSION
     assert meta["sklstruct_version"] == sklstruct.__version__
