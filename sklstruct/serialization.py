@@ -187,9 +187,9 @@ def _class_names(node):
             if n.get("t") == "object":
                 name = n.get("class")
                 names.add(name if isinstance(name, str) else repr(name))
-            stack.extend(n.values())
+            stack.extend(x for x in n.values() if isinstance(x, (dict, list)))
         elif isinstance(n, list):
-            stack.extend(n)
+            stack.extend(x for x in n if isinstance(x, (dict, list)))
     return names
 
 

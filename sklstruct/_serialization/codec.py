@@ -48,6 +48,8 @@ _SCALAR_TYPES = {np.dtype(t).name: np.dtype(t).type
                  for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
                            "uint32", "uint64", "float32", "float64")}
 _SPECIAL_FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+#: Values that are JSON as they are (floats are not: NaN and infinities are tagged).
+_PLAIN = (str, int, bool, type(None))
 MAX_DEPTH = 100
 MAX_NDIM = 8
 
@@ -110,6 +112,8 @@ class Writer:
                                         for i, v in enumerate(value)]}
         if isinstance(value, dict):
             if all(type(k) is str for k in value):
+                if all(type(v) in _PLAIN for v in value.values()):
+                    return {"t": "dict", "v": dict(value)}      # a vocabulary: at once
                 return {"t": "dict", "v": {k: self.encode(v, f"{path}[{k!r}]", d)
                                            for k, v in value.items()}}
             return {"t": "items", "v": [[self.encode(k, f"{path}.keys", d),
@@ -240,6 +244,8 @@ class Reader:
         if tag == "dict":
             if type(v) is not dict:
                 raise ValueError(f"{path}: a dict's items are not a JSON object")
+            if all(type(x) in _PLAIN for x in v.values()):
+                return v                                       # a vocabulary: as it is
             return {k: self.decode(x, f"{path}[{k!r}]", d) for k, x in v.items()}
         if tag == "items":
             out = {}
