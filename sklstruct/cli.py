@@ -665,7 +665,8 @@ def build_parser():
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     train.add_argument("train", help="CoNLL column file, labels in the last column")
     train.add_argument("--model", "-m", required=True,
-                       help="where to save the model (checked to be writable before training)")
+                       help="where to save the model, a pickle-free model file (checked to "
+                            "be writable before training)")
     train.add_argument("--estimator", "-e", choices=sorted(TAGGERS), default="perceptron")
     train.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                        help="estimator parameter, e.g. -p k=5 -p max_iter=20 (repeatable)")
@@ -726,7 +727,8 @@ def build_parser():
                                 sorted(F1MaxMarginParser().get_params().items())
                                 if k != "tagger") + ".")
     train_parser.add_argument("trees", nargs="+", help="bracketed tree files (.mrg)")
-    train_parser.add_argument("--model", "-m", required=True, help="where to save the model")
+    train_parser.add_argument("--model", "-m", required=True,
+                              help="where to save the model, a pickle-free model file")
     train_parser.add_argument("--parser", choices=sorted(PARSERS), default="max-margin")
     train_parser.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                               help="parser parameter, e.g. -p C=10 -p loss=f1 (repeatable)")
