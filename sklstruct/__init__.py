@@ -25,6 +25,7 @@ from .features import (BrownClusters, DictSequenceVectorizer,  # noqa: E402
                        feature_set)
 from ._registry import ESTIMATORS  # noqa: E402
 from .pipeline import Pipeline, make_pipeline  # noqa: E402
+from .serialization import load_model, save_model  # noqa: E402
 
 from .learners.m3n import M3NSGDTagger  # noqa: E402  (deprecated alias of M3NTagger)
 
@@ -43,5 +44,7 @@ __all__ = sorted(cls.__name__ for cls in ESTIMATORS.values()) + [
     "feature_set",
     "Pipeline",
     "make_pipeline",
+    "load_model",
+    "save_model",
     "__version__",
 ]

@@ -22,7 +22,6 @@ import sys
 import textwrap
 import time
 
-import joblib
 import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
@@ -36,6 +35,7 @@ from .datasets import make_chunking_corpus, read_conll, write_conll
 from .features import PRESETS, SentenceFeatureUnion, SequenceVectorizer, feature_set
 from .metrics import SCHEMES, chunk_report, format_conlleval
 from .parsing import F1MaxMarginParser, PCFGParser, parseval, preprocess, read_ptb
+from .serialization import load_model, model_info, save_model
 
 #: The parsers of ``train-parser --parser``.
 PARSERS = {"max-margin": F1MaxMarginParser, "pcfg": PCFGParser}
@@ -169,15 +169,17 @@ def _read(path, what, **kwargs):
 
 
 def _looks_like_a_model(path):
-    """Whether a file starts like a pickle (protocol 2 or later) or a zlib
-    stream (``joblib.dump(compress=...)``, as ``train`` saves models)."""
+    """Whether a file starts like a pickle (protocol 2 or later), a zlib
+    stream (``joblib.dump(compress=...)``, as ``train`` saved models before
+    model files) or a zip archive (a model file, :func:`save_model`)."""
     try:
         with open(path, "rb") as f:
-            head = f.read(2)
+            head = f.read(4)
     except OSError:
         return False
-    return len(head) == 2 and ((head[0] == 0x80 and 2 <= head[1] <= 5)
-                               or (head[0] == 0x78 and head[1] in (0x01, 0x5E, 0x9C, 0xDA)))
+    return len(head) >= 2 and ((head[0] == 0x80 and 2 <= head[1] <= 5)
+                               or (head[0] == 0x78 and head[1] in (0x01, 0x5E, 0x9C, 0xDA))
+                               or head == b"PK\x03\x04")
 
 
 def _write(what, path, write):
@@ -190,15 +192,42 @@ def _write(what, path, write):
 # -- models --------------------------------------------------------------------------------
 
 
-def _load(path, argument="MODEL"):
-    """The saved dict of ``sklstruct train``, checked: a fitted tagger pipeline.
+def _save(path, model, **metadata):
+    """Write ``model`` to a pickle-free model file (:func:`save_model`), with
+    what the command line needs to read it back (``metadata``)."""
+    metadata["sklstruct_version"] = __version__
+    _write("model", path, lambda: save_model(model, path, metadata=metadata))
 
-    Loading runs joblib/pickle, which executes code stored in the file: load
-    only models you trust.
-    """
+
+def _read_model(path, key, not_a_model):
+    """The saved dict of a model file: ``{key: model, **metadata}`` from a
+    pickle-free file, or the dict a joblib file of an older sklstruct holds
+    (read with a warning: unpickling runs code stored in the file)."""
+    _check_readable(path, "model")
+    with open(path, "rb") as f:
+        is_zip = f.read(4) == b"PK\x03\x04"
+    if not is_zip:
+        if _looks_like_a_model(path):
+            sys.stderr.write(f"{PROG}: warning: {path!r} is a joblib/pickle model file of an "
+                             "older sklstruct: loading it executes code stored in it, so use "
+                             "only files you trust (train again to get a pickle-free "
+                             "model file)\n")
+        return _unpickle(path, not_a_model)
+    try:
+        info = model_info(path)
+        model = load_model(path)
+    except ValueError as exc:
+        raise CommandError(f"{not_a_model}: {exc}") from None
+    except MemoryError:
+        raise CommandError(f"{not_a_model}: out of memory while loading it") from None
+    return {**info["metadata"], key: model}     # (the file cannot replace the model)
+
+
+def _load(path, argument="MODEL"):
+    """The saved dict of ``sklstruct train``, checked: a fitted tagger pipeline."""
     not_a_model = (f"{path!r} is not a model saved by 'sklstruct train' (is {argument} "
                    "the right argument?)")
-    saved = _unpickle(path, not_a_model)
+    saved = _read_model(path, "model", not_a_model)
     if not isinstance(saved, dict) or "model" not in saved:
         raise CommandError(f"{not_a_model}: it holds a {type(saved).__name__}")
     model, n_columns = saved["model"], saved.get("n_columns")
@@ -223,9 +252,10 @@ def _load(path, argument="MODEL"):
 
 
 def _unpickle(path, not_a_model):
-    """``joblib.load`` of a model file, any failure one line starting with
-    ``not_a_model``."""
-    _check_readable(path, "model")
+    """``joblib.load`` of a model file of an older sklstruct, any failure one
+    line starting with ``not_a_model``."""
+    import joblib
+
     try:
         return joblib.load(path)
     except MemoryError:
@@ -357,8 +387,7 @@ def cmd_train(args):
     tic = time.perf_counter()
     model.fit(X, y)
     seconds = time.perf_counter() - tic
-    saved = {"model": model, "n_columns": len(X[0][0]), "sklstruct_version": __version__}
-    _write("model", args.model, lambda: joblib.dump(saved, args.model, compress=3))
+    _save(args.model, model, n_columns=len(X[0][0]))
     print(f"trained {args.estimator} on {len(X)} sentences ({sum(map(len, X))} tokens) "
           f"in {seconds:.2f} s; saved to {args.model}")
     return 0
@@ -519,9 +548,7 @@ def cmd_train_parser(args):
     tic = time.perf_counter()
     parser.fit(X, trees)
     seconds = time.perf_counter() - tic
-    saved = {"parser": parser, "input": "words" if args.words else "tagged",
-             "sklstruct_version": __version__}
-    _write("model", args.model, lambda: joblib.dump(saved, args.model, compress=3))
+    _save(args.model, parser, input="words" if args.words else "tagged")
     print(f"trained {args.parser} on {len(trees)} trees of at most {args.max_length} words "
           f"in {seconds:.2f} s; saved to {args.model}")
     return 0
@@ -530,7 +557,7 @@ def cmd_train_parser(args):
 def _load_parser(path):
     """The saved dict of ``sklstruct train-parser``, checked."""
     not_a_model = f"{path!r} is not a model saved by 'sklstruct train-parser'"
-    saved = _unpickle(path, not_a_model)
+    saved = _read_model(path, "parser", not_a_model)
     if (not isinstance(saved, dict) or not isinstance(saved.get("parser"), tuple(PARSERS.values()))
             or saved.get("input") not in ("words", "tagged")):
         raise CommandError(f"{not_a_model} (a tagger model is used with 'sklstruct tag')")
@@ -638,7 +665,8 @@ def build_parser():
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     train.add_argument("train", help="CoNLL column file, labels in the last column")
     train.add_argument("--model", "-m", required=True,
-                       help="where to save the model (checked to be writable before training)")
+                       help="where to save the model, a pickle-free model file (checked to "
+                            "be writable before training)")
     train.add_argument("--estimator", "-e", choices=sorted(TAGGERS), default="perceptron")
     train.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                        help="estimator parameter, e.g. -p k=5 -p max_iter=20 (repeatable)")
@@ -662,11 +690,13 @@ def build_parser():
 
     tag = sub.add_parser(
         "tag", help="label a CoNLL file with a saved model",
-        description="Label a CoNLL file with a model saved by 'sklstruct train'. Warning: a "
-                    "model file is a joblib/pickle file, and loading it executes code stored "
-                    "in it; load only model files you trust.")
-    tag.add_argument("model", help="model saved by 'sklstruct train' (loading it executes "
-                     "code: use only trusted files)")
+        description="Label a CoNLL file with a model saved by 'sklstruct train'. A model "
+                    "file is pickle-free (sklstruct.save_model: arrays and JSON; loading it "
+                    "runs no code from it). Model files of older versions are joblib/pickle "
+                    "files: they are still read, with a warning, as loading one executes "
+                    "code stored in it; load only those you trust.")
+    tag.add_argument("model", help="model saved by 'sklstruct train' (an older joblib "
+                     "model executes code when loaded: use only trusted ones)")
     tag.add_argument("input", help="CoNLL file to label (with or without a gold column)")
     tag.add_argument("--output", "-o", help="output file (default: standard output)")
     tag.add_argument("--nbest", "-n", type=_int_at_least(1), default=None, metavar="K",
@@ -677,12 +707,12 @@ def build_parser():
 
     evaluate = sub.add_parser(
         "evaluate", help="print the conlleval report",
-        description="Print the conlleval report. With --model, loading the model executes "
-                    "code stored in it (joblib/pickle): use only trusted files.")
+        description="Print the conlleval report. With --model, tag the file with a model "
+                    "saved by 'sklstruct train' first (an older joblib/pickle model file "
+                    "executes code stored in it when loaded: use only trusted ones).")
     evaluate.add_argument("input", help="labelled CoNLL file; without --model its last two "
                           "columns are gold and predicted labels")
-    evaluate.add_argument("--model", "-m", help="tag the file with this saved model first "
-                          "(a trusted file)")
+    evaluate.add_argument("--model", "-m", help="tag the file with this saved model first")
     evaluate.add_argument("--scheme", choices=sorted(SCHEMES), default=None,
                           help="count chunks by seqeval's strict rules for this tagging "
                                "scheme instead of conlleval's (needed for IOBES and BILOU)")
@@ -697,7 +727,8 @@ def build_parser():
                                 sorted(F1MaxMarginParser().get_params().items())
                                 if k != "tagger") + ".")
     train_parser.add_argument("trees", nargs="+", help="bracketed tree files (.mrg)")
-    train_parser.add_argument("--model", "-m", required=True, help="where to save the model")
+    train_parser.add_argument("--model", "-m", required=True,
+                              help="where to save the model, a pickle-free model file")
     train_parser.add_argument("--parser", choices=sorted(PARSERS), default="max-margin")
     train_parser.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                               help="parser parameter, e.g. -p C=10 -p loss=f1 (repeatable)")

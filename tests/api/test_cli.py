@@ -4,13 +4,14 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 
 import joblib
 import pytest
 from sklearn.linear_model import Perceptron
 from sklearn.pipeline import make_pipeline
 
-from sklstruct import cli
+from sklstruct import cli, load_model, save_model
 from sklstruct.__main__ import main
 from sklstruct._registry import TAGGERS
 from sklstruct.cli import build_parser
@@ -58,12 +59,16 @@ def test_train_tag_evaluate(files, capsys):
     assert capsys.readouterr().out == report
 
 
-def fails(argv, capsys):
-    """Exit status and message of a command that must fail with one line on stderr."""
+def fails(argv, capsys, warned=False):
+    """Exit status and message of a command that must fail with one line on stderr
+    (after the one-line warning of an older joblib model file when ``warned``)."""
     capsys.readouterr()
     with pytest.raises(SystemExit) as info:
         main(argv)
     out, err = capsys.readouterr()
+    if warned:
+        warning, err = err.split("\n", 1)
+        assert warning.startswith("sklstruct: warning: ") and "executes code" in warning
     assert err.startswith("sklstruct: error: ") and err.endswith("\n")
     assert err.count("\n") == 1, err  # one line, no traceback
     assert info.value.code in (1, 2)
@@ -198,8 +203,15 @@ class _Boom:
 def test_loaded_file_must_be_a_fitted_tagger_pipeline(files, capsys, content, message):
     path = files / "not_a_model.joblib"
     joblib.dump(content, path)
-    status, err = fails(["tag", str(path), str(files / "raw.txt")], capsys)
+    status, err = fails(["tag", str(path), str(files / "raw.txt")], capsys, warned=True)
     assert status == 1 and re.search(message, err), err
+    if isinstance(content, dict) and "Perceptron()" not in repr(content["model"]) \
+            and not isinstance(content["model"], str):
+        # the same contents in a pickle-free model file: the same refusals, no warning
+        path = files / "not_a_model.skls"
+        save_model(content["model"], path, metadata={"n_columns": content["n_columns"]})
+        status, err = fails(["tag", str(path), str(files / "raw.txt")], capsys)
+        assert status == 1 and re.search(message, err), err
 
 
 def test_model_path_is_checked_before_training(files, capsys, no_reading):
@@ -284,11 +296,12 @@ def test_train_is_reproducible_documented_and_compressed(files, tmp_path, capsys
     for path, extra in zip(paths, ([], [], ["--random-state", "5"])):
         assert main(["train", str(files / "train.txt"), "-m", str(path), "-e", "perceptron",
                      "-p", "max_iter=2"] + extra) == 0
-    coefs = [joblib.load(p)["model"][-1].coef_ for p in paths]
+    coefs = [load_model(p)[-1].coef_ for p in paths]
     assert (coefs[0] == coefs[1]).all() and not (coefs[0] == coefs[2]).all()
-    assert joblib.load(paths[0])["model"][-1].random_state == 0
+    assert load_model(paths[0])[-1].random_state == 0
     with open(paths[0], "rb") as f:
-        assert f.read(1) == b"\x78"          # a zlib stream (joblib compress=3), not a pickle
+        assert f.read(4) == b"PK\x03\x04"    # a model file (a zip of .npy and JSON), no pickle
+    assert "model.json" in zipfile.ZipFile(paths[0]).namelist()
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main(["train", "--help"])
@@ -349,7 +362,7 @@ def test_tag_nbest_writes_crfpp_blocks(files, tmp_path, capsys):
     assert main(["tag", str(model), str(small), "--nbest", "3"]) == 0
     blocks = capsys.readouterr().out.strip().split("\n\n")
     assert len(blocks) == 9
-    saved = joblib.load(model)["model"]
+    saved = load_model(model)
     kbest = saved[-1].predict_kbest(saved[0].transform(X[:3]), k=3)
     for j, block in enumerate(blocks):
         i, rank = divmod(j, 3)
@@ -460,3 +473,26 @@ def test_a_rich_preset_model_tags(files, capsys, features):
     assert "FB1:" in capsys.readouterr().out
     out = files / f"{features}.txt"
     assert main(["tag", str(model), str(files / "raw.txt"), "-o", str(out), "--nbest", "2"]) == 0
+
+
+def test_models_are_pickle_free_and_older_joblib_models_still_load(files, tmp_path, capsys):
+    """train writes a model file that numpy opens without pickle; a joblib
+    model of an older sklstruct still tags, the same, after a warning that
+    loading it runs code."""
+    import numpy as np
+
+    path = tmp_path / "m.skls"
+    assert main(["train", str(files / "train.txt"), "-m", str(path), "-p", "max_iter=2"]) == 0
+    with np.load(path, allow_pickle=False) as npz:
+        assert "model.json" in npz.files
+    old = tmp_path / "m.joblib"
+    joblib.dump({"model": load_model(path), "n_columns": 2, "sklstruct_version": "0.1.0"},
+                old, compress=3)
+    outputs = []
+    for model in (path, old):
+        capsys.readouterr()
+        assert main(["tag", str(model), str(files / "raw.txt")]) == 0
+        out, err = capsys.readouterr()
+        outputs.append(out)
+        assert ("executes code" in err) == (model == old), err
+    assert outputs[0] == outputs[1]
