@@ -39,6 +39,7 @@ from ..parsing.model import CompiledGrammar
 from ..parsing.parser import F1MaxMarginParser
 from ..parsing.pcfg import PCFGParser
 from ..parsing.spans import SpanFeatures
+from ..pipeline import Pipeline as OurPipeline
 
 _FITTED = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*_$")
 
@@ -262,12 +263,12 @@ def _check_from_labels(obj, path):
 
 
 def _check_compat_crf(obj, path):
-    """:class:`sklstruct.compat.CRF`: its fitted model, and never a model file
-    of its own to unpickle."""
+    """:class:`sklstruct.compat.CRF`: its fitted model, and never the name of
+    another file to read when it predicts (a model file names no other file)."""
     state = obj.__dict__.get("_state")
     if state is None and obj.model_filename is not None:
-        _fail(path, "an unfitted CRF with a model_filename would read (unpickle) that "
-                    "file on predicting; refused")
+        _fail(path, "an unfitted CRF with a model_filename would read that file on "
+                    "predicting; refused")
     if state is not None and not isinstance(state, Fitted):
         _fail(path, "_state must be the fitted model")
     log = obj.__dict__.get("_training_log")
@@ -381,17 +382,17 @@ def _pipeline_state(pipeline):
     return {name: getattr(pipeline, name) for name in _PIPELINE_ARGS}
 
 
-def _pipeline_build(state, path):
-    """A Pipeline made by its constructor (which only stores its arguments),
-    so that a file of another scikit-learn version, with other parameters
-    of its own, loads."""
+def _pipeline_build(state, path, cls=Pipeline):
+    """A Pipeline (``cls``: scikit-learn's or sklstruct's) made by its
+    constructor (which only stores its arguments), so that a file of another
+    scikit-learn version, with other parameters of its own, loads."""
     steps, memory, verbose = (state[n] for n in _PIPELINE_ARGS)
     if not isinstance(steps, list) or not steps or not all(
             isinstance(s, tuple) and len(s) == 2 and type(s[0]) is str for s in steps):
         _fail(path, "steps must be a non-empty list of (name, estimator) pairs")
     if not (memory is None or type(memory) is str) or type(verbose) is not bool:
         _fail(path, "memory must be None or a folder name, and verbose a bool")
-    pipeline = Pipeline(steps, memory=memory, verbose=verbose)
+    pipeline = cls(steps, memory=memory, verbose=verbose)
     try:
         pipeline._validate_params()
         pipeline._validate_steps()
@@ -509,10 +510,12 @@ RULES = {
     BrownClusters: Rule(),
     SpanFeatures: Rule(private=("_growing", "min_count"), check=_check_span_features),
     Pipeline: Rule(state=_pipeline_state, build=_pipeline_build, keys=_PIPELINE_ARGS),
+    OurPipeline: Rule(state=_pipeline_state, keys=_PIPELINE_ARGS,
+                      build=lambda state, path: _pipeline_build(state, path, OurPipeline)),
     CRF: Rule(private=("_state", "_training_log"), drop=("_cache", "_tagger"),
               check=_check_compat_crf, refuse=lambda crf: (
-                  "an unfitted CRF with a model_filename reads (unpickles) that file when "
-                  "it predicts: fit it first" if crf.__dict__.get("_state") is None
+                  "an unfitted CRF with a model_filename reads that file when it "
+                  "predicts: fit it first" if crf.__dict__.get("_state") is None
                   and crf.model_filename is not None else None)),
     Fitted: Rule(private=("vectorizer", "tagger", "labels", "attributes"),
                  check=_check_compat_fitted),
@@ -529,6 +532,7 @@ CLASSES.update({cls.__name__: cls for cls in (
     BrownClusters, LabelDictionaryFeatures, GazetteerFeatures, EmbeddingFeatures)})
 CLASSES.update({
     "sklearn.pipeline.Pipeline": Pipeline,
+    "sklstruct.Pipeline": OurPipeline,
     "sklstruct.parsing.Grammar": Grammar,
     "sklstruct.parsing.CompiledGrammar": CompiledGrammar,
     "sklstruct.parsing.SpanFeatures": SpanFeatures,
@@ -565,7 +569,8 @@ def describe(obj, path):
         reason = rule.refuse(obj) if rule.refuse is not None else None
         if reason:
             raise TypeError(f"{path}: {reason}")
-    custom = next((r for r in rules if r.state is not None), None)
+    # (the most derived class's rule: sklstruct's Pipeline before scikit-learn's)
+    custom = next((r for r in reversed(rules) if r.state is not None), None)
     if custom is not None:
         return _NAMES[cls], custom.state(obj)
     drop = set().union(*(r.drop for r in rules), getattr(cls, "_TRAINING_STATE", ()),
@@ -589,7 +594,7 @@ def build(name, state, path):
         _fail(path, f"the file names class {name!r}, which is not one of sklstruct's "
                     "estimators, vectorizers or their parts; refused")
     rules = _rules(cls)
-    custom = next((r for r in rules if r.build is not None), None)
+    custom = next((r for r in reversed(rules) if r.build is not None), None)
     if custom is not None:
         if set(state) != set(custom.keys):
             _fail(path, f"a {name} is stored as {sorted(custom.keys)}; got {sorted(state)}")

@@ -177,9 +177,9 @@ class CRF(BaseEstimator):
     python-crfsuite does.  ``trainer_cls`` (a ``pycrfsuite.Trainer``
     subclass) and ``keep_tempfiles`` have nothing to act on and must keep
     their defaults.  ``model_filename``: after ``fit`` the model is written
-    there (pickled; read back only from files you trust), and a CRF
-    constructed with the name of an existing file uses that model, a
-    sklstruct one or a CRFsuite ``.crfsuite`` file (:func:`from_crfsuite`).
+    there (:func:`sklstruct.save_model`'s format: reading it runs no code),
+    and a CRF constructed with the name of an existing file uses that model,
+    a sklstruct one or a CRFsuite ``.crfsuite`` file (:func:`from_crfsuite`).
 
     Differences from sklearn-crfsuite: attribute names are CRFsuite's
     (``key:value``) except for numeric features whose key holds ``=``;
@@ -434,8 +434,9 @@ class CRF(BaseEstimator):
         if X_dev is not None:
             self._holdout(X_dev, _text_labels(y_dev, "y_dev"))
         if self.model_filename is not None:
-            with open(self.model_filename, "wb") as f:
-                pickle.dump(self._state, f, protocol=pickle.HIGHEST_PROTOCOL)
+            from ..serialization import save_model     # (it imports this module)
+
+            save_model(self, self.model_filename)
         return self
 
     def _log(self, learner, seconds):
@@ -625,11 +626,17 @@ def _read_model(path):
         head = f.read(4)
     if head == CRFSUITE_MAGIC:
         return fitted_from_crfsuite(path)
-    with open(path, "rb") as f:
-        state = pickle.load(f)
-    if not isinstance(state, Fitted):
+    from ..serialization import load_model     # (it imports this module)
+
+    try:
+        model = load_model(path)
+    except ValueError as exc:
         raise ValueError(f"model_filename: {path!r} holds neither a CRFsuite model nor one "
-                         "written by sklstruct.compat.CRF")
+                         f"written by sklstruct.compat.CRF ({exc})") from None
+    state = model.__dict__.get("_state") if isinstance(model, CRF) else None
+    if state is None:
+        raise ValueError(f"model_filename: {path!r} holds a {type(model).__name__}, not a "
+                         "model written by sklstruct.compat.CRF")
     return state
 
 

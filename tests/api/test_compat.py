@@ -115,6 +115,12 @@ def test_model_filename(weather, tmp_path):
     assert loaded.score([x], [y]) == 1.0
     assert pickle.loads(pickle.dumps(crf)).score([x], [y]) == 1.0
     assert CRF(model_filename=str(tmp_path / "absent")).tagger_ is None
+    # the file is sklstruct's pickle-free format; a pickle there is refused
+    np.load(path, allow_pickle=False).close()
+    bad = tmp_path / "pickled.bin"
+    bad.write_bytes(pickle.dumps(crf))
+    with pytest.raises(ValueError, match="neither a CRFsuite model nor one written"):
+        CRF(model_filename=str(bad)).predict([x])
 
 
 def test_cross_validation(weather):
