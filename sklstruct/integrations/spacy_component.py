@@ -168,7 +168,7 @@ class _SklstructPipe(Pipe):
         self.vocab = vocab
         self.name = name
         self.model_path = None if model_path is None else str(model_path)
-        self.columns = _check_columns(list(columns))
+        self.columns = _check_columns(columns)
         if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int)
                                    or n_jobs == 0):
             raise ValueError(f"n_jobs: expected None, a positive number of threads or -1 "
