@@ -18,7 +18,7 @@ machine that ran the script.
 
 By default it runs in seconds on a chunking corpus that the package
 generates (1,000 training and 200 test sentences of (word, POS) tokens),
-whose noun, verb and prepositional phrases (NP, VP, PP) stand in for
+whose phrase chunks (NP, VP, PP, ADJP, ...) stand in for
 entities; ``--conll2002`` trains on the CoNLL-2002 Spanish training file
 and tests on ``esp.testb`` (persons, places, organizations, others).
 """
