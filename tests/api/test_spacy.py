@@ -385,15 +385,64 @@ def test_a_bare_tagger_is_not_a_model(spanish, tmp_path):
 # -- registration -------------------------------------------------------------------------
 
 def test_factories_are_registered_by_the_module_and_the_entry_points():
+    from importlib.metadata import entry_points
+
     assert Language.has_factory("sklstruct_ner") and Language.has_factory("sklstruct_tagger")
+    expected = {"sklstruct_ner": spacy_component.make_ner,
+                "sklstruct_tagger": spacy_component.make_tagger}
+    for name, factory in expected.items():
+        assert spacy.util.registry.factories.get(Language.get_factory_name(name)) is factory
+    # the entry points of an installed sklstruct (an older editable install may
+    # predate them) load the factories
+    installed = {ep.name: ep for ep in entry_points(group="spacy_factories")
+                 if ep.name in expected}
+    for name, ep in installed.items():
+        assert ep.load() is expected[name]
+    # and the checkout's pyproject.toml declares them (tests run from a copy have none)
+    if not (REPO / "pyproject.toml").is_file():
+        return
     tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11")
-    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    project = pyproject["project"]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     points = project["entry-points"]["spacy_factories"]
-    assert set(points) == {"sklstruct_ner", "sklstruct_tagger"}
+    assert set(points) == set(expected)
     for name, target in points.items():
         module, _, attr = target.partition(":")
-        factory = getattr(import_module(module), attr)
-        assert spacy.util.registry.factories.get(Language.get_factory_name(name)) is factory
+        assert getattr(import_module(module), attr) is expected[name]
     assert any(r.startswith("spacy") for r in project["optional-dependencies"]["spacy"])
     assert any(r.startswith("spacy") for r in project["optional-dependencies"]["test"])
+
+
+def test_spacy_finds_the_factories_through_the_entry_points_alone(tmp_path):
+    """A distribution declaring pyproject.toml's entry points (as an install
+    of sklstruct does) lets spaCy make the components without an import of
+    sklstruct.integrations.spacy_component."""
+    import os
+    import subprocess
+    import sys
+
+    if not (REPO / "pyproject.toml").is_file():
+        pytest.skip("no pyproject.toml: tests run from a copy (the installed entry points "
+                    "are checked above)")
+    tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11")
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    dist = tmp_path / "sklstruct_entry_points-0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: sklstruct-entry-points\n"
+                                   "Version: 0\n", encoding="utf-8")
+    lines = ["[spacy_factories]"] + [f"{name} = {target}" for name, target in
+                                     project["entry-points"]["spacy_factories"].items()]
+    (dist / "entry_points.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import spacy\n"
+            "assert 'sklstruct.integrations.spacy_component' not in sys.modules\n"
+            "nlp = spacy.blank('es')\n"
+            "nlp.add_pipe('sklstruct_ner'); nlp.add_pipe('sklstruct_tagger')\n"
+            "print(nlp.pipe_names)\n")
+    import sklstruct
+
+    imported = Path(sklstruct.__file__).resolve().parents[1]    # the sklstruct these tests run
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(imported)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "['sklstruct_ner', 'sklstruct_tagger']" in result.stdout
