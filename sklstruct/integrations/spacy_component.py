@@ -440,6 +440,15 @@ class SklstructNER(_SklstructPipe):
     def _check_labels(self, labels):
         self.scheme_ = _resolve_scheme(self.scheme, labels)
 
+    @property
+    def labels(self):
+        """The entity types of the model's labels (``PER`` of ``B-PER``), as
+        spaCy's entity recognizer lists them; empty before the model is read."""
+        if self.estimator is None:
+            return ()
+        return tuple(sorted({str(c)[2:] for c in np.asarray(self.estimator.classes_).tolist()
+                             if str(c) != "O"}))
+
     def set_annotations(self, docs, labels):
         """Set each document's ``ents`` to the chunks of its labels.
 
@@ -478,11 +487,12 @@ class SklstructTagger(_SklstructPipe):
     columns : list of str, default=["text"]
         The token attributes that make up a token, as in
         :class:`SklstructNER`.
-    attr : str, default="tag_"
-        Where the labels go: ``"tag_"``, ``"pos_"`` (Universal Dependencies
-        tags only), ``"lemma_"``, ``"norm_"`` (each set for a whole document
-        in one ``Doc.from_array`` call), or a token extension ``"_.name"``
-        (registered with default None when it does not exist yet).
+    attr : str
+        Where the labels go (default ``"tag_"``): ``"tag_"``, ``"pos_"``
+        (Universal Dependencies tags only), ``"lemma_"``, ``"norm_"`` (each
+        set for a whole document in one ``Doc.from_array`` call), or a token
+        extension ``"_.name"`` (registered with default None when it does not
+        exist yet).
     n_jobs : int or None, default=None
         Threads of the model's ``predict``, as in :class:`SklstructNER`.
 

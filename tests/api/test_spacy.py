@@ -92,7 +92,7 @@ def test_ents_equal_the_taggers_chunks_on_200_spanish_sentences(spanish, models)
     fitted, paths = models
     nlp = spacy.blank("es")
     ner = nlp.add_pipe("sklstruct_ner", config={"model_path": str(paths["ner_words"])})
-    assert ner.scheme_ == "IOB2" and "B-PER" in ner.labels
+    assert ner.scheme_ == "IOB2" and ner.labels == ("LOC", "MISC", "ORG", "PER")
     docs = list(nlp.pipe(_docs(nlp, Xt)))
     words = [[(w,) for w, _ in sentence] for sentence in Xt]
     predicted = fitted["ner_words"].predict(words)
@@ -229,6 +229,7 @@ def test_tagger_sets_tag_and_an_extension(spanish, models):
     nlp.add_pipe("sklstruct_tagger", name="to_extension",
                  config={"model_path": str(paths["pos_tags"]), "attr": "_.sk_tag"})
     assert Token.has_extension("sk_tag")
+    assert "NC" in nlp.get_pipe("sklstruct_tagger").labels
     docs = list(nlp.pipe(_docs(nlp, Xt), batch_size=50))
     assert [[t.tag_ for t in doc] for doc in docs] == expected
     assert [[t._.sk_tag for t in doc] for doc in docs] == expected
