@@ -43,7 +43,7 @@ from sklstruct.datasets import load_conll2002_esp, make_chunking_corpus  # noqa:
 from sklstruct.metrics import chunk_report  # noqa: E402
 
 try:
-    from sklstruct import save_model
+    from sklstruct.serialization import save_model
 except ImportError:  # until sklstruct.serialization lands
     from joblib import dump as save_model
 
