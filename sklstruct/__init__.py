@@ -26,6 +26,7 @@ from .features import (BrownClusters, DictSequenceVectorizer,  # noqa: E402
 from ._registry import ESTIMATORS  # noqa: E402
 from .pipeline import Pipeline, make_pipeline  # noqa: E402
 from .serialization import load_model, save_model  # noqa: E402
+from . import compat  # noqa: E402,F401  (registers its classes with the model file format)
 
 from .learners.m3n import M3NSGDTagger  # noqa: E402  (deprecated alias of M3NTagger)
 

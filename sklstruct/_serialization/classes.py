@@ -23,8 +23,6 @@ from sklearn.pipeline import Pipeline
 from .._publish import Cache
 from .._registry import ESTIMATORS
 from .._validation import MAX_K
-from ..compat._crf import CRF, TrainingLog
-from ..compat._model import CRFsuiteDicts, CRFsuiteLBFGS, CRFsuiteOnline, Fitted
 from ..features import (BrownClusters, DictSequenceVectorizer, EmbeddingFeatures,
                         GazetteerFeatures, LabelDictionaryFeatures, SentenceFeatureUnion,
                         SequenceVectorizer)
@@ -262,34 +260,6 @@ def _check_from_labels(obj, path):
         _int(obj, "_window", path, high=MAX_WINDOW)
 
 
-def _check_compat_crf(obj, path):
-    """:class:`sklstruct.compat.CRF`: its fitted model, and never the name of
-    another file to read when it predicts (a model file names no other file)."""
-    state = obj.__dict__.get("_state")
-    if state is None and obj.model_filename is not None:
-        _fail(path, "an unfitted CRF with a model_filename would read that file on "
-                    "predicting; refused")
-    if state is not None and not isinstance(state, Fitted):
-        _fail(path, "_state must be the fitted model")
-    log = obj.__dict__.get("_training_log")
-    if log is not None and not isinstance(log, TrainingLog):
-        _fail(path, "_training_log must be a training log")
-
-
-def _check_compat_fitted(obj, path):
-    tagger, vectorizer = obj.tagger, obj.vectorizer
-    if not isinstance(tagger, ChainTagger) or not isinstance(vectorizer, CRFsuiteDicts):
-        _fail(path, "a CRF's model is a CRFsuiteDicts vectorizer and a chain tagger")
-    if vectorizer.n_features_out_ != tagger.n_features_in_:
-        _fail(path, "the vectorizer's and the tagger's features differ")
-    labels, attributes = obj.labels, obj.attributes
-    if not isinstance(labels, list) or sorted(labels) != tagger.classes_.tolist():
-        _fail(path, "labels must be the tagger's classes")
-    if not isinstance(attributes, np.ndarray) or attributes.shape != (tagger.n_features_in_,) \
-            or attributes.dtype != object:
-        _fail(path, "attributes must name each column")
-
-
 def _check_grammar_parser(obj, path):
     if not hasattr(obj, "grammar_"):
         return
@@ -512,14 +482,6 @@ RULES = {
     Pipeline: Rule(state=_pipeline_state, build=_pipeline_build, keys=_PIPELINE_ARGS),
     OurPipeline: Rule(state=_pipeline_state, keys=_PIPELINE_ARGS,
                       build=lambda state, path: _pipeline_build(state, path, OurPipeline)),
-    CRF: Rule(private=("_state", "_training_log"), drop=("_cache", "_tagger"),
-              check=_check_compat_crf, refuse=lambda crf: (
-                  "an unfitted CRF with a model_filename reads that file when it "
-                  "predicts: fit it first" if crf.__dict__.get("_state") is None
-                  and crf.model_filename is not None else None)),
-    Fitted: Rule(private=("vectorizer", "tagger", "labels", "attributes"),
-                 check=_check_compat_fitted),
-    TrainingLog: Rule(private=("iterations", "training_seconds", "featgen_num_features")),
     Grammar: Rule(state=_grammar_state, build=_grammar_build, keys=_GRAMMAR_ARGS),
     CompiledGrammar: Rule(state=lambda c: {n: getattr(c, n) for n in _COMPILED_ARGS},
                           build=_compiled_build, keys=_COMPILED_ARGS),
@@ -536,14 +498,19 @@ CLASSES.update({
     "sklstruct.parsing.Grammar": Grammar,
     "sklstruct.parsing.CompiledGrammar": CompiledGrammar,
     "sklstruct.parsing.SpanFeatures": SpanFeatures,
-    "sklstruct.compat.CRF": CRF,
-    "sklstruct.compat.Fitted": Fitted,
-    "sklstruct.compat.TrainingLog": TrainingLog,
-    "sklstruct.compat.CRFsuiteDicts": CRFsuiteDicts,
-    "sklstruct.compat.CRFsuiteLBFGS": CRFsuiteLBFGS,
-    "sklstruct.compat.CRFsuiteOnline": CRFsuiteOnline,
 })
 _NAMES = {cls: name for name, cls in CLASSES.items()}
+
+
+def register(name, cls, rule=None):
+    """Let model files hold ``cls`` under ``name``, stored by ``rule``: for a
+    package that the format must not import (it imports the format:
+    :mod:`sklstruct.compat` registers its classes this way when imported,
+    which ``import sklstruct`` does)."""
+    CLASSES[name] = cls
+    _NAMES[cls] = name
+    if rule is not None:
+        RULES[cls] = rule
 
 
 def _rules(cls):
