@@ -123,6 +123,10 @@ def check_sentence(seq, where, what="tokens", allow_empty=False):
     """One sentence as a list: any sequence of items except a string, bytes,
     a mapping or a set (a string is one token, not a sentence; a set has no
     order); an array gives its rows."""
+    if type(seq) in (list, tuple):      # the common case, none of the refused kinds
+        if not seq and not allow_empty:
+            raise ValueError(f"{where}: sentence is empty (0 {what})")
+        return list(seq)
     if seq is None or isinstance(seq, (str, bytes, Mapping, Set)) or sp.issparse(seq) or (
             isinstance(seq, np.ndarray) and seq.ndim == 0):
         shape = f" of shape {seq.shape}" if hasattr(seq, "shape") else ""

@@ -135,7 +135,7 @@ def bag_problem(estimator, X, y, warm):
         if not estimator.all_possible_states:
             seen = gather(client, submit_each(client, _seen, parts, classes_f),
                                 _WHAT)
-            states = estimator._states(np.concatenate(seen),
+            states = estimator._states(np.unique(np.concatenate(seen)),
                                        estimator.coef_.T if warm else None)
         states_f = None if states is None else share(client, states)
         shards = submit_each(client, _shard, parts, classes_f, estimator._n_chain(L),

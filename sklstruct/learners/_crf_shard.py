@@ -33,8 +33,9 @@ def seen_states(data, codes, n_labels):
                            shape=(n_tok, n_labels))
     seen = sp.csr_matrix(abs(data.matrix).T @ labels)   # > 0 exactly where seen
     seen.eliminate_zeros()
-    seen = seen.tocoo()
-    return np.unique(seen.row.astype(np.int64) * n_labels + seen.col)
+    seen.sum_duplicates()          # canonical: sorted columns in each row, no repeats
+    rows = np.repeat(np.arange(seen.shape[0], dtype=np.int64), np.diff(seen.indptr))
+    return rows * n_labels + seen.indices    # sorted and distinct, as np.unique gives
 
 
 class CRFShard:

@@ -179,12 +179,13 @@ class CRFTagger(ChainTagger):
     def _states(self, seen, W_warm=None):
         """The emission weights learned: None (all, ``all_possible_states``)
         or sorted flat indices into W (F, L): the (feature, label) pairs
-        ``seen`` in training and, warm, the nonzero ones of ``W_warm``."""
+        ``seen`` in training (sorted and distinct) and, warm, the nonzero ones
+        of ``W_warm``."""
         if self.all_possible_states:
             return None
         if W_warm is not None:
             seen = np.union1d(seen, np.flatnonzero(W_warm))
-        return np.unique(seen)
+        return seen                     # (sorted and distinct already)
 
     def _local_problem(self, X, y, warm):
         """(shards, meta, classes, n_features, states) of a fit on lists."""

@@ -279,3 +279,24 @@ def test_a_compact_shard_computes_the_same_objective(all_possible_states):
     weights = (np.full(len(meta), 0.5), np.ones(len(meta)), None)
     for a, b in zip(shard.values(theta, False, weights), compact.values(theta, False, weights)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_seen_states_are_the_nonzero_feature_label_pairs(seed):
+    """The emission weights a CRF learns without all_possible_states: every
+    (feature, label) pair with a nonzero value on a token of that label,
+    sorted and distinct (brute force over the tokens; explicit zeros and
+    negative values included)."""
+    from sklstruct.learners._crf_shard import seen_states
+
+    rng = np.random.default_rng(seed)
+    n_tok, F, L = int(rng.integers(1, 40)), int(rng.integers(1, 12)), int(rng.integers(1, 5))
+    dense = rng.choice([0.0, 0.0, 1.0, -2.0, 0.5], size=(n_tok, F))
+    matrix = sp.csr_matrix(dense)
+    matrix.data[rng.random(matrix.data.size) < 0.2] = 0.0      # explicit zeros stay stored
+    data = as_stacked([matrix])
+    codes = rng.integers(0, L, size=n_tok).astype(np.int32)
+    want = sorted({f * L + int(codes[t]) for t in range(n_tok) for f in range(F)
+                   if matrix[t, f] != 0})
+    got = seen_states(data, codes, L)
+    assert got.dtype == np.int64 and got.tolist() == want
