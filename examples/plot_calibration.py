@@ -22,6 +22,7 @@ By default it runs in seconds on a chunking corpus the package generates;
 calibration, the test file for evaluation).
 """
 import argparse
+from pathlib import Path
 
 import matplotlib
 
@@ -106,7 +107,7 @@ def plot(rows, out):
     axes[0].set_ylabel("token accuracy")
     fig.tight_layout()
     fig.savefig(out, dpi=100)
-    print(f"wrote {out}")
+    print(f"wrote {Path(out).name}")
 
 
 def main(argv=None):

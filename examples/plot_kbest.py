@@ -12,6 +12,7 @@ By default it runs in seconds on a chunking corpus the package generates;
 """
 import argparse
 import time
+from pathlib import Path
 
 import matplotlib
 
@@ -64,7 +65,7 @@ def plot(rows, out):
         ax.legend()
     fig.tight_layout()
     fig.savefig(out, dpi=120)
-    print(f"wrote {out}")
+    print(f"wrote {Path(out).name}")
 
 
 def main(argv=None):

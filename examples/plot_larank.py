@@ -15,6 +15,7 @@ By default it runs in seconds on a chunking corpus the package generates;
 """
 import argparse
 import time
+from pathlib import Path
 
 import matplotlib
 
@@ -80,7 +81,7 @@ def plot(results, out):
         ax.legend()
     fig.tight_layout()
     fig.savefig(out, dpi=100)
-    print(f"wrote {out}")
+    print(f"wrote {Path(out).name}")
 
 
 def main(argv=None):

@@ -11,6 +11,7 @@ By default it runs in seconds on a chunking corpus the package generates;
 ``--conll2000`` uses CoNLL-2000 (train / test, found as the loaders find it).
 """
 import argparse
+from pathlib import Path
 
 import matplotlib
 
@@ -76,7 +77,7 @@ def plot(results, last, out):
     fig.colorbar(image, ax=right, shrink=0.8)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
-    print(f"wrote {out}")
+    print(f"wrote {Path(out).name}")
 
 
 def main(argv=None):

@@ -20,6 +20,7 @@ benchmark (``benchmarks/bench_m3n.py``) instead of running anything.
 import argparse
 import json
 import time
+from pathlib import Path
 
 import matplotlib
 
@@ -97,7 +98,7 @@ def plot(curves, quadratic, rows, out):
     right.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
-    print(f"wrote {out}")
+    print(f"wrote {Path(out).name}")
 
 
 def main(argv=None):
