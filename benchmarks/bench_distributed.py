@@ -21,7 +21,9 @@ training file), log loss, 20 L-BFGS iterations (``--max-iter``):
   ``read_conll_bag`` over those 8 files on a LocalCluster of 2 workers x 1
   thread (the vocabulary counted on the workers, the features computed
   there), each in a fresh process: fit seconds, chunk F1 on test.txt, and
-  the calling process's peak memory at the end of the fit.
+  the calling process's and the workers' peak memory at the end of the fit;
+  ``--memory-limit MB`` gives each worker that limit (Dask pauses a worker
+  at 80% of it and restarts it at 95%: a fit that ends stayed within it).
 
 In the ``dask`` part the vectorizer's vocabulary is fitted in the calling
 process from the training file, so the client's peak includes that; in
@@ -31,6 +33,7 @@ Usage::
 
     python benchmarks/bench_distributed.py [--data DIR] [--part threads dask]
         [--part threads dask pipeline] [--max-iter 20] [--repeat 3] [--partitions 4]
+        [--memory-limit MB]
         [--out FILE]
 """
 import argparse
@@ -133,13 +136,16 @@ def child_pipeline(args):
         else:
             from distributed import Client, LocalCluster
 
+            limit = f"{args.memory_limit}MB" if args.memory_limit else "auto"
             with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                              dashboard_address=None) as cluster, Client(cluster):
+                              dashboard_address=None, memory_limit=limit) as cluster, \
+                    Client(cluster) as client:
                 tic = time.perf_counter()
                 X, y = read_conll_bag([str(p) for p in paths])
                 quiet_fit(model, X, y)
                 out["seconds"] = time.perf_counter() - tic
                 out["peak_mb"] = peak_mb()
+                out["worker_peak_mb"] = sorted(client.run(peak_mb).values())
     X_test, y_test = read_conll(Path(args.data) / "conll2000" / "test.txt")
     out["f1"] = 100 * chunk_report(y_test, model.predict(X_test)).f1
     out["objective"] = model[-1].objective_
@@ -150,14 +156,17 @@ def part_pipeline(args):
     runs = {}
     for kind in ("pipeline-serial", "pipeline-dask"):
         cmd = [sys.executable, __file__, "--child", kind, "--data", str(args.data),
-               "--max-iter", str(args.max_iter)]
+               "--max-iter", str(args.max_iter), "--memory-limit", str(args.memory_limit)]
         text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         runs[kind] = json.loads(text.strip().splitlines()[-1])
     s, d = runs["pipeline-serial"], runs["pipeline-dask"]
-    rows = ["| fit | seconds | chunk F1 | objective | client peak MB |", "|---|---|---|---|---|"]
-    for name, r in (("serial, lists", s), ("LocalCluster 2x1, bags of 8 files", d)):
+    rows = ["| fit | seconds | chunk F1 | objective | client peak MB | workers' peak MB |",
+            "|---|---|---|---|---|---|"]
+    limit = f", memory_limit {args.memory_limit} MB each" if args.memory_limit else ""
+    for name, r in (("serial, lists", s), (f"LocalCluster 2x1{limit}, bags of 8 files", d)):
+        workers = ", ".join(f"{m:.0f}" for m in r.get("worker_peak_mb", [])) or "-"
         rows.append(f"| {name} | {r['seconds']:.1f} | {r['f1']:.2f} | {r['objective']:.10g} | "
-                    f"{r['peak_mb']:.0f} |")
+                    f"{r['peak_mb']:.0f} | {workers} |")
     return ("## The pipeline on bags from 8 files beside the serial pipeline on lists\n\n"
             "``make_pipeline(feature_set(\"chunking\"), CRFTagger(max_iter="
             f"{args.max_iter}))``.\n\n" + "\n".join(rows) + "\n\n"
@@ -232,6 +241,8 @@ def main(argv=None):
     parser.add_argument("--max-iter", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--memory-limit", type=int, default=0,
+                        help="pipeline part: each worker's memory limit, MB (0: Dask's default)")
     parser.add_argument("--child", choices=["serial", "dask", "pipeline-serial",
                                             "pipeline-dask"])
     parser.add_argument("--out")
