@@ -81,11 +81,22 @@ class CRFTagger(ChainTagger):
         (``trigram_coef_``); forward-backward (and the pointwise losses'
         conditioned expectations) then run over label pairs in log space,
         O(T L^3) per sentence.
-    max_iter : int, default=100
-        L-BFGS iterations.
+    max_iter : int, default=1000
+        L-BFGS iterations at most: a cap, the fit normally stops earlier on
+        ``delta`` (on the benchmark corpora and features after 227
+        iterations on CoNLL-2000 and 369 on CoNLL-2002 Spanish; at 100, the
+        former default, the objective was still 2.3% and 17% above where it
+        ends).
     tol : float, default=1e-5
         L-BFGS stops when the largest gradient component is below ``tol``
         (scipy's ``gtol``).
+    delta : float, default=1e-5
+        L-BFGS also stops when the objective fell by less than ``delta``
+        (relative) over the last ``period`` iterations: CRFsuite's
+        ``delta`` and ``period`` and their defaults, by which the models of
+        both libraries converge alike; 0 turns it off.
+    period : int, default=10
+        The iterations over which ``delta`` is measured.
     n_jobs : int or None, default=None
         Threads over blocks of sentences for the objective and gradient
         (and over ranges of features for its emission block), for
@@ -133,13 +144,16 @@ class CRFTagger(ChainTagger):
         "order": [Interval(Integral, 1, 2, closed="both")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
+        "delta": [Interval(Real, 0, None, closed="left")],
+        "period": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
     }
 
     def __init__(self, loss="log", C=1.0, l1_ratio=0.0, all_possible_states=False, order=1,
-                 max_iter=100, tol=1e-5, n_jobs=None, verbose=0, warm_start=False):
+                 max_iter=1000, tol=1e-5, delta=1e-5, period=10, n_jobs=None, verbose=0,
+                 warm_start=False):
         self.loss = loss
         self.C = C
         self.l1_ratio = l1_ratio
@@ -147,6 +161,8 @@ class CRFTagger(ChainTagger):
         self.order = order
         self.max_iter = max_iter
         self.tol = tol
+        self.delta = delta
+        self.period = period
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.warm_start = warm_start
@@ -212,7 +228,8 @@ class CRFTagger(ChainTagger):
 
     def _optimizer_options(self):
         """Keyword arguments of the optimiser's stopping tests."""
-        return {"gtol": float(self.tol), "ftol": 64 * np.finfo(float).eps}
+        return {"gtol": float(self.tol), "ftol": 64 * np.finfo(float).eps,
+                "past": int(self.period) if self.delta > 0 else 0, "delta": float(self.delta)}
 
     @staticmethod
     def _full_theta(theta, n_features, n_labels, states):
