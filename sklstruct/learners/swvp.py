@@ -70,7 +70,7 @@ class SWVPTagger(OnlineLearner):
         "aggressive": ["boolean"],
     }
 
-    def __init__(self, k=1, gamma="wm", aggressive=True, max_iter=10, average=True,
+    def __init__(self, k=3, gamma="wm", aggressive=True, max_iter=10, average=True,
                  shuffle=True, random_state=None, verbose=0, warm_start=False, order=1, n_jobs=None):
         self.k = k
         self.gamma = gamma
