@@ -34,6 +34,15 @@ CORPORA = [("CoNLL-2000", "conll2000/train.txt", "conll2000/test.txt", "chunking
            ("CoNLL-2002 Spanish testb", "conll2002/esp.train", "conll2002/esp.testb", "ner")]
 
 
+
+def load(data, train, test, preset):
+    """(X, labels, X_test, labels_test) of one corpus, the features fitted on train."""
+    tokens, labels = read_conll(Path(data) / train)
+    tokens_test, labels_test = read_conll(Path(data) / test)
+    vectorizer = feature_set(preset).fit(tokens, labels)
+    return vectorizer.transform(tokens), labels, vectorizer.transform(tokens_test), labels_test
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=DEFAULT_DATA)
@@ -47,10 +56,7 @@ def main(argv=None):
     rows = ["| corpus | features | learner | chunk F1 | fit s |", "|---|---|---|---|---|"]
     verdicts = []
     for name, train, test, preset in CORPORA:
-        tokens, labels = read_conll(Path(args.data) / train)
-        tokens_test, labels_test = read_conll(Path(args.data) / test)
-        vectorizer = feature_set(preset).fit(tokens, labels)
-        X, X_test = vectorizer.transform(tokens), vectorizer.transform(tokens_test)
+        X, labels, X_test, labels_test = load(args.data, train, test, preset)
         f1 = {}
         for learner in (SWVMTagger(random_state=0), KBestMIRATagger(random_state=0)):
             seconds = quiet_fit(learner, X, labels)
@@ -78,10 +84,7 @@ def review(args, argv):
             "|---|---|---|---|---|---|"]
     verdicts = []
     for name, train, test, preset in CORPORA:
-        tokens, labels = read_conll(Path(args.data) / train)
-        tokens_test, labels_test = read_conll(Path(args.data) / test)
-        vectorizer = feature_set(preset).fit(tokens, labels)
-        X, X_test = vectorizer.transform(tokens), vectorizer.transform(tokens_test)
+        X, labels, X_test, labels_test = load(args.data, train, test, preset)
         f1 = []
         for label, factory in REVIEW:
             scores, seconds = [], []
