@@ -46,11 +46,11 @@ class SWVMTagger(OnlineLearner):
         Spanish); with them ``SWVMTagger()`` is ahead of
         ``KBestMIRATagger()`` on both (``benchmarks/bench_defaults.py``).
     tol : float, default=1e-6
-        KKT tolerance of the per-example solver.
+        KKT tolerance of the per-example solver.  Not tuned here.
     max_smo_iter : int, default=1000
-        Cap on the solver's steps per example.
+        Cap on the solver's steps per example.  Not tuned here.
     cost : {"hamming", "zero_one"}, default="hamming"
-        The cost ``L(y, y*)``.
+        The cost ``L(y, y*)``; the paper's (Hamming) loss, not tuned here.
     max_iter, average, shuffle, random_state, verbose, warm_start
         As for :class:`~sklstruct.KBestMIRATagger` (averaging as in
         Algorithm 2, line 8).

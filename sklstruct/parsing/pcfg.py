@@ -32,8 +32,11 @@ class PCFGParser(BaseParser):
     factor, horizontal, vertical, max_unary_chain, max_length, tagger
         As for :class:`~sklstruct.parsing.F1MaxMarginParser`.
     unk_threshold : int, default=1
+        Not tuned here.
     alpha : float, default=0.01
+        Not tuned here.
     tag_penalty : float, default=1e-4
+        Not tuned here.
 
     Attributes
     ----------
