@@ -415,8 +415,9 @@ def _in_batches(function, X, bar):
 class _ProgressLines(io.TextIOBase):
     """Standard output while a learner fits with a bar: each of its
     ``verbose`` progress lines (``-- Epoch 3: ...``, ``-- Iteration 3: ...``,
-    :mod:`sklstruct._progress`'s one format) moves the bar to its number and
-    is shown above the bar when ``echo``; other output is shown as it is."""
+    :mod:`sklstruct._progress`'s one format) moves the bar to its number; the
+    lines starting ``--`` are shown above the bar when ``echo``, other output
+    as it is."""
 
     _STEP = re.compile(r"-- (?:\[[^]]*\] )?[A-Za-z]+ (\d+):")
 
@@ -434,7 +435,7 @@ class _ProgressLines(io.TextIOBase):
             step = self._STEP.match(line)
             if step and int(step.group(1)) > self.bar.n:
                 self.bar.update(int(step.group(1)) - self.bar.n)
-            if self.echo or not step:
+            if self.echo or not line.startswith("-- "):
                 self.bar.write(line, file=self.out)
         return len(text)
 
@@ -470,6 +471,9 @@ def _fit_progress(args, estimator, desc):
             yield
         if lines._pending:
             lines.write("\n")
+        if bar.total is not None and bar.n < bar.total:     # converged early
+            bar.total = bar.n
+            bar.refresh()
     finally:
         bar.close()
         estimator.set_params(verbose=verbose)   # (the saved model as without the bar)

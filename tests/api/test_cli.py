@@ -152,8 +152,8 @@ def test_runtime_errors_exit_1(files, model, capsys):
         (["tag", train, test], "is not a model.*: it is neither a model file nor a joblib"),
         (["tag", str(model), str(files)], "input '.*' is a directory"),
         (["tag", str(model), str(files / "nope.txt")], "input '.*nope.txt' does not exist"),
-        (["tag", str(model), str(one_column)], "has 1 column; the model was trained on 2 token columns and reads files of 2 "
-         "\\(tokens only\\) or 3"),
+        (["tag", str(model), str(one_column)], "has 1 column; the model was trained on 2 "
+         "token columns and reads files of 2 \\(tokens only\\) or 3"),
         (["tag", str(model), test, "-o", str(files)], "output '.*' is a directory"),
         (["tag", str(model), test, "-o", str(files / "no" / "such" / "dir.txt")],
          "cannot write output"),
