@@ -26,12 +26,10 @@ TREES = [
 def files(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cli_usability")
     X, y = make_chunking_corpus(200, random_state=5)
-    write_conll(tmp / "train.txt", X[:150], y[:150])
-    write_conll(tmp / "test.txt", X[150:], y[150:])
-    # the words and the gold labels, without the POS column
-    words = [[tok[:1] for tok in s] for s in X]
-    write_conll(tmp / "train_words.txt", words[:150], y[:150])
-    write_conll(tmp / "test_words.txt", words[150:], y[150:])
+    words = [[tok[:1] for tok in s] for s in X]     # (without the POS column)
+    for tokens, kind in ((X, ""), (words, "_words")):
+        for name, part in (("train", slice(150)), ("test", slice(150, None))):
+            write_conll(tmp / f"{name}{kind}.txt", tokens[part], y[part])
     (tmp / "trees.mrg").write_text("\n".join(TREES) + "\n")
     (tmp / "sents.txt").write_text("the/DT cat/NN sees/VBZ a/DT dog/NN\nMary/NNP sleeps/VBZ\n")
     assert main(["train", str(tmp / "train.txt"), "-m", str(tmp / "model.skls"),
