@@ -391,7 +391,15 @@ def _bar(args, total, unit, desc):
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, dynamic_ncols=True)
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (AttributeError, ValueError, OSError):
+        size = None
+    # (tqdm hides its bar on a terminal that says it is 0 x 0, as a new
+    # pseudo-terminal does)
+    sized = ({"dynamic_ncols": True} if size and size.columns and size.lines
+             else {"ncols": 80, "nrows": 24})
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, **sized)
 
 
 def _in_batches(function, X, bar):

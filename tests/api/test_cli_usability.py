@@ -119,16 +119,17 @@ def test_no_bar_without_tqdm(files, capsys, monkeypatch):
 
 @pytest.mark.skipif(not hasattr(os, "openpty") or sys.platform == "win32",
                     reason="no pseudo-terminals")
-def test_progress_bar_in_a_pseudo_terminal(files, tmp_path):
-    """A real terminal: the bar is drawn on it; with --quiet nothing is."""
-    def stderr_of(*extra):
-        import fcntl
-        import struct
-        import termios
+@pytest.mark.parametrize("size", [(24, 80), (0, 0)])
+def test_progress_bar_in_a_pseudo_terminal(files, tmp_path, size):
+    """A real terminal: the bar is drawn on it (also on one that says it is
+    0 x 0, as a new pseudo-terminal does); with --quiet nothing is."""
+    import fcntl
+    import struct
+    import termios
 
+    def stderr_of(*extra):
         master, slave = os.openpty()
-        # (a new terminal is 0 columns wide: tqdm would draw an empty bar)
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
         try:
             subprocess.run([sys.executable, "-m", "sklstruct", "tag", str(files / "model.skls"),
                             str(files / "test.txt"), "-o", str(tmp_path / "out.txt"), *extra],
