@@ -156,11 +156,21 @@ def _train_epilog():
     return "\n".join(lines)
 
 
-def _io_options(p):
+def _io_options(p, verbose=False):
+    """--encoding and --quiet (and --verbose for the training commands)."""
+    if verbose:
+        p.add_argument("--verbose", "-v", type=_int_at_least(0), default=0,
+                       help="1: a line per epoch (iteration); 2: the learner's own progress")
     p.add_argument("--encoding", default="utf-8", type=_encoding,
                    help="file encoding (older corpora: latin-1)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar (shown on a terminal, with tqdm installed)")
+
+
+def _model_input_output(p, model_help, input_help):
+    p.add_argument("model", help=model_help)
+    p.add_argument("input", help=input_help)
+    p.add_argument("--output", "-o", help="output file (default: standard output)")
 
 
 def _add_demo(demo):
@@ -204,8 +214,7 @@ def _add_train(train):
                        help="seed of the estimators that shuffle or sample (default 0, so "
                             "that two identical runs give one model); -p random_state=... "
                             "overrides it")
-    train.add_argument("--verbose", "-v", type=_int_at_least(0), default=0)
-    _io_options(train)
+    _io_options(train, verbose=True)
 
 
 def _add_tag(tag):
@@ -217,10 +226,9 @@ def _add_tag(tag):
         "trust. The file has the model's token columns (its training file's, without the "
         "labels), and may have a gold label column after them. On a terminal, a progress "
         "bar shows the sentences tagged; --quiet turns it off.")
-    tag.add_argument("model", help="model saved by 'sklstruct train' (an older joblib "
-                     "model executes code when loaded: use only trusted ones)")
-    tag.add_argument("input", help="CoNLL file to label (with or without a gold column)")
-    tag.add_argument("--output", "-o", help="output file (default: standard output)")
+    _model_input_output(tag, "model saved by 'sklstruct train' (an older joblib model "
+                        "executes code when loaded: use only trusted ones)",
+                        "CoNLL file to label (with or without a gold column)")
     tag.add_argument("--nbest", "-n", type=_int_at_least(1), default=None, metavar="K",
                      help="write each sentence's K best label sequences, each headed "
                           "'# RANK SCORE' (CRF++'s n-best format)")
@@ -265,8 +273,7 @@ def _add_train_parser(train_parser):
     train_parser.add_argument("--max-length", type=_int_at_least(1), default=40,
                               help="train on the trees of at most this many words "
                                    "(default 40)")
-    train_parser.add_argument("--verbose", "-v", type=_int_at_least(0), default=0)
-    _io_options(train_parser)
+    _io_options(train_parser, verbose=True)
 
 
 def _add_parse(parse):
@@ -277,12 +284,11 @@ def _add_parse(parse):
         "pickle-free; an older joblib model file executes code stored in it when loaded: "
         "use only trusted ones. On a terminal, a progress bar shows the sentences parsed; "
         "--quiet turns it off.")
-    parse.add_argument("model", help="model saved by 'sklstruct train-parser'")
-    parse.add_argument("input", help="sentences, one per line (or bracketed trees)")
+    _model_input_output(parse, "model saved by 'sklstruct train-parser'",
+                        "sentences, one per line (or bracketed trees)")
     parse.add_argument("--trees", action="store_true",
                        help="the input holds bracketed gold trees: parse their sentences and "
                             "score the result")
-    parse.add_argument("--output", "-o", help="output file (default: standard output)")
     _io_options(parse)
 
 
