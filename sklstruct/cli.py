@@ -31,7 +31,7 @@ import warnings
 from . import __version__
 from ._cli_parser import (COMMANDS, DEFAULT_ESTIMATOR, DEFAULT_FEATURES,  # noqa: F401
                           PROG, RUNTIME_ERROR, USAGE_ERROR, CommandError, _command_of, _fail,
-                          _parsers, _show_warning, _warn, _windowed, _word_only, build_parser)
+                          _one_line, _parsers, _show_warning, _warn, _windowed, _word_only, build_parser)
 from ._cli_progress import _bar, _fit_progress, _in_batches
 
 # The heavy modules (scikit-learn, SciPy, the learners) are imported by the
@@ -216,8 +216,10 @@ def _unpickle(path, not_a_model):
     except MemoryError:
         raise CommandError(f"{not_a_model}: out of memory while loading it") from None
     except Exception as exc:  # unpickling a file that is not a model can raise anything
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         raise CommandError(f"{not_a_model}: reading it as a joblib model of an older "
-                           f"sklstruct failed ({type(exc).__name__}: {exc})") from None
+                           f"sklstruct failed ({_one_line(detail)[:200]}): it is damaged, or "
+                           "not a model") from None
 
 
 def _check_output(output, *inputs):

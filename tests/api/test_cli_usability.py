@@ -45,12 +45,16 @@ def run(argv, capsys):
     return capsys.readouterr()
 
 
-def fails(argv, capsys):
-    """(exit status, the one line on standard error) of a failing command."""
+def fails(argv, capsys, warned=False):
+    """(exit status, the one line on standard error) of a failing command
+    (after a one-line warning when ``warned``)."""
     capsys.readouterr()
     with pytest.raises(SystemExit) as info:
         main(argv)
     err = capsys.readouterr().err
+    if warned:
+        warning, err = err.split("\n", 1)
+        assert warning.startswith("sklstruct: warning: "), warning
     assert err.startswith("sklstruct: error: ") and err.count("\n") == 1, err
     return info.value.code, err
 
@@ -223,6 +227,15 @@ def test_a_file_that_is_no_model_is_not_unpickled(files, capsys, monkeypatch):
                             capsys)
         assert status == 1 and err.endswith("it is neither a model file nor a joblib model "
                                             "of an older sklstruct\n"), err
+
+
+def test_a_damaged_joblib_file_is_explained(files, capsys, tmp_path):
+    """A file that starts like an older joblib model but is not one: the
+    message says so after the reader's own words (it ended in them)."""
+    path = tmp_path / "damaged.joblib"
+    path.write_bytes(b"\x78\x9cgarbage")
+    status, err = fails(["tag", str(path), str(files / "test.txt")], capsys, warned=True)
+    assert status == 1 and err.endswith("): it is damaged, or not a model\n"), err
 
 
 # -- warnings --------------------------------------------------------------------------------
