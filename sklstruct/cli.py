@@ -12,93 +12,30 @@ non-zero exit status:
   cannot be learned from or tagged.
 
 :func:`main` returns 0 on success and raises :class:`SystemExit` with one of
-these codes on failure (130 on Ctrl-C).
+these codes on failure (130 on Ctrl-C).  A warning is one line too,
+``sklstruct: warning: ...``, without Python's file and source line.
+
+On a terminal (standard error), ``train``, ``tag``, ``evaluate --model``,
+``train-parser`` and ``parse`` show a progress bar (tqdm's, an optional
+dependency): the epochs, iterations or rounds of training, the sentences
+tagged or parsed; ``--quiet`` turns it off, and it is off when standard error
+is not a terminal.  ``sklstruct --help`` imports none of the learners (nor
+scikit-learn); each command imports what it uses.
 """
-import argparse
 import ast
-import codecs
 import os
 import sys
-import textwrap
 import time
-
-import numpy as np
-import scipy.sparse as sp
-from sklearn.exceptions import NotFittedError
-from sklearn.linear_model import Perceptron
-from sklearn.pipeline import Pipeline, make_pipeline
-from sklearn.utils.validation import check_is_fitted
+import warnings
 
 from . import __version__
-from ._registry import TAGGERS
-from .datasets import make_chunking_corpus, read_conll, write_conll
-from .features import PRESETS, SentenceFeatureUnion, SequenceVectorizer, feature_set
-from .metrics import SCHEMES, chunk_report, format_conlleval
-from .parsing import F1MaxMarginParser, PCFGParser, parseval, preprocess, read_ptb
-from .serialization import load_model, model_info, save_model
+from ._cli_parser import (COMMANDS, DEFAULT_ESTIMATOR, DEFAULT_FEATURES,  # noqa: F401
+                          PROG, RUNTIME_ERROR, USAGE_ERROR, CommandError, _command_of, _fail,
+                          _one_line, _parsers, _show_warning, _warn, _windowed, _word_only, build_parser)
+from ._cli_progress import _bar, _fit_progress, _in_batches
 
-#: The parsers of ``train-parser --parser``.
-PARSERS = {"max-margin": F1MaxMarginParser, "pcfg": PCFGParser}
-
-PROG = "sklstruct"
-
-#: Exit status of usage errors (as argparse's) and of runtime errors.
-USAGE_ERROR, RUNTIME_ERROR = 2, 1
-
-#: Longest error message printed (a message may quote a token or a value).
-_MAX_MESSAGE = 1000
-
-
-class CommandError(Exception):
-    """An error to report in one line, with its exit status."""
-
-    def __init__(self, message, status=RUNTIME_ERROR):
-        super().__init__(message)
-        self.status = status
-
-
-def _one_line(message):
-    text = " ".join(str(message).split())
-    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE - 3] + "..."
-
-
-def _fail(message, status):
-    """Print ``sklstruct: error: message`` on one line and exit with ``status``."""
-    sys.stderr.write(f"{PROG}: error: {_one_line(message)}\n")
-    raise SystemExit(status)
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, with its errors on one line (usage goes with --help)."""
-
-    def error(self, message):
-        _fail(f"{message} (see '{self.prog} --help')", USAGE_ERROR)
-
-
-# -- argument types ------------------------------------------------------------------------
-
-
-def _int_at_least(low):
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}; got {value}")
-        return value
-
-    parse.__name__ = f"integer >= {low}"
-    return parse
-
-
-def _encoding(text):
-    try:
-        codecs.lookup(text)
-    except LookupError:
-        raise argparse.ArgumentTypeError(f"unknown encoding {text!r}") from None
-    return text
-
+# The heavy modules (scikit-learn, SciPy, the learners) are imported by the
+# commands that use them, so that ``sklstruct --help`` starts at once.
 
 def _parse_params(pairs):
     params = {}
@@ -115,6 +52,8 @@ def _parse_params(pairs):
 
 def _check_params(model):
     """Check every step's parameters (and the templates) before any file is read."""
+    from .features import SequenceVectorizer
+
     try:
         for _, step in model.steps:
             if hasattr(step, "_parameter_constraints"):
@@ -157,6 +96,8 @@ def _same_file(a, b):
 
 
 def _read(path, what, **kwargs):
+    from .datasets import read_conll
+
     _check_readable(path, what)
     try:
         return read_conll(path, **kwargs)
@@ -195,6 +136,8 @@ def _write(what, path, write):
 def _save(path, model, **metadata):
     """Write ``model`` to a pickle-free model file (:func:`save_model`), with
     what the command line needs to read it back (``metadata``)."""
+    from .serialization import save_model
+
     metadata["sklstruct_version"] = __version__
     _write("model", path, lambda: save_model(model, path, metadata=metadata))
 
@@ -207,12 +150,17 @@ def _read_model(path, key, not_a_model):
     with open(path, "rb") as f:
         is_zip = f.read(4) == b"PK\x03\x04"
     if not is_zip:
-        if _looks_like_a_model(path):
-            sys.stderr.write(f"{PROG}: warning: {path!r} is a joblib/pickle model file of an "
-                             "older sklstruct: loading it executes code stored in it, so use "
-                             "only files you trust (train again to get a pickle-free "
-                             "model file)\n")
+        if not _looks_like_a_model(path):
+            raise CommandError(f"{not_a_model}: it is "
+                               + ("empty" if os.path.getsize(path) == 0 else
+                                  "neither a model file nor a joblib model of an older "
+                                  "sklstruct"))
+        _warn(f"{path!r} is a joblib/pickle model file of an older sklstruct: loading it "
+              "executes code stored in it, so use only files you trust (train again to get "
+              "a pickle-free model file)")
         return _unpickle(path, not_a_model)
+    from .serialization import load_model, model_info
+
     try:
         info = model_info(path)
         model = load_model(path)
@@ -227,6 +175,13 @@ def _load(path, argument="MODEL"):
     """The saved dict of ``sklstruct train``, checked: a fitted tagger pipeline."""
     not_a_model = (f"{path!r} is not a model saved by 'sklstruct train' (is {argument} "
                    "the right argument?)")
+    from sklearn.exceptions import NotFittedError
+    from sklearn.pipeline import Pipeline
+    from sklearn.utils.validation import check_is_fitted
+
+    from ._registry import TAGGERS
+    from .features import SentenceFeatureUnion, SequenceVectorizer
+
     saved = _read_model(path, "model", not_a_model)
     if not isinstance(saved, dict) or "model" not in saved:
         raise CommandError(f"{not_a_model}: it holds a {type(saved).__name__}")
@@ -261,7 +216,10 @@ def _unpickle(path, not_a_model):
     except MemoryError:
         raise CommandError(f"{not_a_model}: out of memory while loading it") from None
     except Exception as exc:  # unpickling a file that is not a model can raise anything
-        raise CommandError(f"{not_a_model}: {type(exc).__name__}: {exc}") from None
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise CommandError(f"{not_a_model}: reading it as a joblib model of an older "
+                           f"sklstruct failed ({_one_line(detail)[:200]}): it is damaged, or "
+                           "not a model") from None
 
 
 def _check_output(output, *inputs):
@@ -276,15 +234,40 @@ def _check_output(output, *inputs):
 
 def _read_for_model(path, saved, encoding, docstarts=None):
     """Tokens of a file, and its gold labels when it has one more column than
-    training (``docstarts``: see :func:`read_conll`)."""
+    training (``docstarts``: see :func:`read_conll`).  A file of another
+    column count is refused, and so is one whose token column holds the
+    model's labels (a gold column where the model reads, e.g., POS tags)."""
     X, _ = _read(path, "input", target_column=None, encoding=encoding, docstarts=docstarts)
     n_file, n_model = len(X[0][0]), saved["n_columns"]
+    expects = (f"the model was trained on {n_model} token column{'s' * (n_model > 1)} "
+               f"and reads files of {n_model} (tokens only) or {n_model + 1} (tokens and "
+               "gold labels) columns")
     if n_file == n_model:
-        return X, None
-    if n_file == n_model + 1:
-        return [[tok[:-1] for tok in s] for s in X], [[tok[-1] for tok in s] for s in X]
-    raise CommandError(f"{path!r} has {n_file} columns; the model expects {n_model} "
-                       f"(tokens only) or {n_model + 1} (tokens and gold labels)")
+        tokens, gold = X, None
+    elif n_file == n_model + 1:
+        tokens, gold = [[tok[:-1] for tok in s] for s in X], [[tok[-1] for tok in s] for s in X]
+    else:
+        raise CommandError(f"{path!r} has {n_file} column{'s' * (n_file > 1)}; {expects}")
+    _check_not_labels(path, tokens, saved["model"], n_file, expects)
+    return tokens, gold
+
+
+def _check_not_labels(path, X, model, n_file, expects):
+    """Refuse tokens whose column (after the word) holds the model's labels
+    in nine tokens of ten or more: the file lacks a column the model reads
+    and has its gold labels in its place."""
+    labels = {str(label) for label in getattr(model[-1], "classes_", ())}
+    sample = [tok for s in X[:500] for tok in s]
+    for j in range(1, len(sample[0]) if sample else 0):
+        values = [tok[j] for tok in sample]
+        found = [v for v in values if v in labels]
+        if len(found) >= 0.9 * len(values):
+            examples = ", ".join(repr(v) for v in sorted(set(found))[:3])
+            raise CommandError(
+                f"{path!r} has {n_file} column{'s' * (n_file > 1)}, and its column {j + 1} "
+                f"holds the model's labels ({examples}, ... in "
+                f"{100 * len(found) / len(values):.0f}% of its tokens), not the token column "
+                f"{j + 1} the model was trained on (e.g. POS tags): {expects}")
 
 
 # -- commands ------------------------------------------------------------------------------
@@ -293,6 +276,16 @@ def _read_for_model(path, saved, encoding, docstarts=None):
 def cmd_demo(args):
     """Train on the embedded generated corpus and print F1 and timings, beside a
     unigram tagger (a linear classifier of each token's word and POS tag)."""
+    import numpy as np
+    import scipy.sparse as sp
+    from sklearn.linear_model import Perceptron
+    from sklearn.pipeline import make_pipeline
+
+    from ._registry import TAGGERS
+    from .datasets import make_chunking_corpus
+    from .features import SequenceVectorizer, feature_set
+    from .metrics import chunk_report, format_conlleval
+
     perceptron = TAGGERS["perceptron"]
     taggers = [perceptron(k=k, max_iter=args.max_iter, random_state=args.random_state,
                           verbose=args.verbose) for k in args.k]
@@ -345,11 +338,9 @@ def cmd_demo(args):
     return 0
 
 
-#: The presets whose window is the --window option (the others fix their own).
-_WINDOWED = [name for name, preset in PRESETS.items() if preset.window is None]
-
-
 def _make_features(args):
+    from .features import PRESETS, SequenceVectorizer, feature_set
+
     window = 1 if args.window is None else args.window
     if args.templates:
         templates = [t.strip() for t in args.templates.split(",") if t.strip()]
@@ -358,13 +349,42 @@ def _make_features(args):
         return SequenceVectorizer(templates, window=window, min_freq=args.min_freq)
     if args.window is not None and PRESETS[args.features].window is not None:
         raise CommandError(f"--window applies to --templates and --features "
-                           f"{' and '.join(_WINDOWED)} only; the {args.features!r} preset "
+                           f"{' and '.join(_windowed())} only; the {args.features!r} preset "
                            "has its own window", USAGE_ERROR)
     return feature_set(args.features, window=window, min_freq=args.min_freq)
 
 
+def _check_columns(args, X, n_file_columns):
+    """Refuse a preset that reads a column (POS tags) the training tokens
+    lack, suggesting the word-only presets (the rich presets use a POS
+    column where there is one, and train without it)."""
+    from .features import PRESETS, feature_set
+
+    if args.templates or PRESETS[args.features].from_labels:
+        return
+    probe = feature_set(args.features, window=1 if args.window is None else args.window,
+                        missing_columns="raise")
+    try:
+        probe.fit(X[:1])
+    except ValueError as exc:
+        if "no column" not in str(exc):
+            return      # (fit reports it)
+        n = len(X[0][0])
+        default = " (the default)" if args.features == DEFAULT_FEATURES else ""
+        raise CommandError(
+            f"--features {args.features}{default} reads a column the tokens of "
+            f"{args.train!r} lack ({exc}): the file has {n_file_columns} columns, {n} of "
+            f"tokens and the labels; give a file with a POS column (word, POS, label), or "
+            f"features of the word only: --features {'/'.join(_word_only())} (or "
+            "--templates)") from None
+
+
 def cmd_train(args):
     """Read a CoNLL file, fit a named estimator and save the model."""
+    from sklearn.pipeline import make_pipeline
+
+    from ._registry import TAGGERS
+
     estimator = TAGGERS[args.estimator]()
     params = _parse_params(args.param)
     if "random_state" in estimator.get_params() and "random_state" not in params:
@@ -384,8 +404,10 @@ def cmd_train(args):
     _check_writable(args.model, "model")
     X, y = _read(args.train, "training file", target_column=args.target_column,
                  encoding=args.encoding)
+    _check_columns(args, X, len(X[0][0]) + 1)
     tic = time.perf_counter()
-    model.fit(X, y)
+    with _fit_progress(args, estimator, f"{args.estimator}"):
+        model.fit(X, y)
     seconds = time.perf_counter() - tic
     _save(args.model, model, n_columns=len(X[0][0]))
     print(f"trained {args.estimator} on {len(X)} sentences ({sum(map(len, X))} tokens) "
@@ -412,6 +434,8 @@ def _nbest_writer(out, X, y_gold, kbest, encoding):
     of a sentence's k best label sequences as a block headed ``# RANK SCORE``
     (rank from 0, the score w.F(x, y)), the tokens (and gold labels) with
     that sequence as the last column."""
+    from .datasets import write_conll
+
     def write(start, stop):
         for i in range(start, stop):
             seqs, scores = kbest[i]
@@ -430,12 +454,15 @@ def cmd_tag(args):
     docstarts = []
     X, y_gold = _read_for_model(args.input, saved, args.encoding, docstarts)
     model = saved["model"]
+    bar = _bar(args, len(X), "sentences", "tag")
     if args.nbest:
-        kbest = model[-1].predict_kbest(model[0].transform(X), k=args.nbest)
+        kbest = _in_batches(lambda part: model[-1].predict_kbest(model[0].transform(part),
+                                                                 k=args.nbest), X, bar)
         y_pred = [seqs[0] for seqs, _ in kbest]
     else:
-        y_pred = model.predict(X)
+        y_pred = _in_batches(model.predict, X, bar)
     columns = (y_gold, y_pred) if y_gold is not None else (y_pred,)
+    from .datasets import write_conll
 
     def write(out):
         if args.nbest:
@@ -465,7 +492,7 @@ def cmd_evaluate(args):
         X, y_gold = _read_for_model(args.input, saved, args.encoding, docstarts)
         if y_gold is None:
             raise CommandError(f"{args.input!r} has no gold label column to evaluate against")
-        y_pred = saved["model"].predict(X)
+        y_pred = _in_batches(saved["model"].predict, X, _bar(args, len(X), "sentences", "tag"))
         # conlleval counts a -DOCSTART- line as a token; tag labels it O
         extra = [(fields[-1] if len(fields) > 1 else "O", "O") for _, fields in docstarts]
     else:
@@ -475,9 +502,12 @@ def cmd_evaluate(args):
             raise CommandError(f"{args.input!r} needs at least two columns (gold, predicted)")
         y_gold = [[tok[-2] for tok in s] for s in X]
         y_pred = [[tok[-1] for tok in s] for s in X]
+        _check_predicted_column(args.input, y_gold, y_pred, len(X[0][0]))
         # conlleval counts a -DOCSTART- line as a token with its last two fields
         extra = [(fields[-2], fields[-1]) if len(fields) > 2 else ("O", "O")
                  for _, fields in docstarts]
+    from .metrics import chunk_report, format_conlleval
+
     # each as a one-token sentence: for conlleval an O token and a boundary end chunks alike
     y_gold = list(y_gold) + [[gold] for gold, _ in extra]
     y_pred = list(y_pred) + [[pred] for _, pred in extra]
@@ -489,7 +519,26 @@ def cmd_evaluate(args):
     return 0
 
 
-# -- the parser ----------------------------------------------------------------------------
+def _check_predicted_column(path, y_gold, y_pred, n_columns):
+    """evaluate reads the last two columns as gold and predicted labels:
+    refuse a file whose two columns share no value (a file of tokens and
+    gold labels, not yet tagged), and warn when they agree on fewer than one
+    token in ten."""
+    n_tokens = sum(map(len, y_gold))
+    if not n_tokens:
+        return
+    gold = {v for s in y_gold for v in s}
+    pred = {v for s in y_pred for v in s}
+    hint = (f"evaluate reads the last two of the {n_columns} columns of {path!r} as gold and "
+            "predicted labels: is there a predicted column? (tag the file first, or give "
+            "--model to tag it)")
+    if not gold & pred:
+        examples = (", ".join(repr(v) for v in sorted(values)[:3]) for values in (gold, pred))
+        raise CommandError(f"columns {n_columns - 1} ({next(examples)}, ...) and "
+                           f"{n_columns} ({next(examples)}, ...) share no label; {hint}")
+    same = sum(g == p for gs, ps in zip(y_gold, y_pred) for g, p in zip(gs, ps))
+    if same < 0.1 * n_tokens:
+        _warn(f"the last two columns agree on {same} of {n_tokens} tokens only; {hint}")
 
 
 # -- parsing -------------------------------------------------------------------------------
@@ -498,6 +547,8 @@ def cmd_evaluate(args):
 def _read_trees(paths, encoding):
     """Trees of bracket files, preprocessed (function tags and empty elements
     removed), with the file each came from."""
+    from .parsing import preprocess, read_ptb
+
     out = []
     for path in paths:
         _check_readable(path, "treebank file")
@@ -527,7 +578,7 @@ def _split_token(token, where):
 
 def cmd_train_parser(args):
     """Read bracketed trees, fit a parser and save it."""
-    parser = PARSERS[args.parser]()
+    parser = _parsers()[args.parser]()
     try:
         parser.set_params(**_parse_params(args.param))
         if args.verbose and "verbose" in parser.get_params():
@@ -546,7 +597,8 @@ def cmd_train_parser(args):
         raise CommandError(f"no tree of 1 to {args.max_length} words in {args.trees}")
     X = [t.leaves() for t in trees] if args.words else [t.pos() for t in trees]
     tic = time.perf_counter()
-    parser.fit(X, trees)
+    with _fit_progress(args, parser, args.parser):
+        parser.fit(X, trees)
     seconds = time.perf_counter() - tic
     _save(args.model, parser, input="words" if args.words else "tagged")
     print(f"trained {args.parser} on {len(trees)} trees of at most {args.max_length} words "
@@ -556,6 +608,10 @@ def cmd_train_parser(args):
 
 def _load_parser(path):
     """The saved dict of ``sklstruct train-parser``, checked."""
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    PARSERS = _parsers()
     not_a_model = f"{path!r} is not a model saved by 'sklstruct train-parser'"
     saved = _read_model(path, "parser", not_a_model)
     if (not isinstance(saved, dict) or not isinstance(saved.get("parser"), tuple(PARSERS.values()))
@@ -592,13 +648,15 @@ def cmd_parse(args):
             X.append([_split_token(t, where) for t in tokens] if tagged else tokens)
     if not X:
         raise CommandError(f"{args.input!r} holds no sentence")
-    pred = parser.predict(X)
+    pred = _in_batches(parser.predict, X, _bar(args, len(X), "sentences", "parse"))
     text = "".join(f"{t}\n" for t in pred)
     if args.output:
         _write("output", args.output, lambda: _write_text(args.output, text, args.encoding))
     else:
         sys.stdout.write(text)
     if gold is not None:
+        from .parsing import parseval
+
         s = parseval(gold, pred)
         print(f"P {100 * s['precision']:.2f}  R {100 * s['recall']:.2f}  "
               f"F1 {100 * s['f1']:.2f}  exact {100 * s['exact_match']:.2f}  "
@@ -621,151 +679,39 @@ def _write_text(path, text, encoding):
         f.write(text)
 
 
-def _train_epilog():
-    """Estimators with their parameters and defaults, and the presets."""
-    lines = ["estimators (-e NAME) and their parameters (-p NAME=VALUE), with defaults",
-             "(random_state: --random-state unless given with -p):"]
-    for name in sorted(TAGGERS):
-        params = TAGGERS[name]().get_params()
-        text = ", ".join(f"{key}={value!r}" for key, value in sorted(params.items()))
-        lines.append(textwrap.fill(f"{name} ({TAGGERS[name].__name__}): {text}", width=79,
-                                   initial_indent="  ", subsequent_indent="      "))
-    lines.append("")
-    lines.append("feature presets (--features NAME):")
-    lines += [f"  {name}: {preset.description}" for name, preset in PRESETS.items()]
-    return "\n".join(lines)
-
-
-def build_parser():
-    parser = _Parser(
-        prog=PROG,
-        description="Structured max-margin learners for sequence labeling.",
-        epilog="Exit status: 0 on success, 2 for usage errors (bad options or parameter "
-               "values), 1 for runtime errors (unreadable, malformed or unwritable files, "
-               "a file that is not a model, data that cannot be learned from).")
-    parser.add_argument("--version", action="version", version=f"sklstruct {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    demo = sub.add_parser("demo", help="train on the embedded generated corpus; print F1 and "
-                          "timings")
-    demo.add_argument("--n-sentences", type=_int_at_least(2), default=3000)
-    demo.add_argument("--k", type=_int_at_least(1), nargs="+", default=[1, 5],
-                      help="k values to compare")
-    demo.add_argument("--max-iter", type=_int_at_least(1), default=10)
-    demo.add_argument("--random-state", type=_int_at_least(0), default=0)
-    demo.add_argument("--verbose", type=_int_at_least(0), default=0)
-    demo.set_defaults(func=cmd_demo)
-
-    def io_options(p):
-        p.add_argument("--encoding", default="utf-8", type=_encoding,
-                       help="file encoding (older corpora: latin-1)")
-
-    train = sub.add_parser("train", help="fit an estimator on a CoNLL file and save it",
-                           epilog=_train_epilog(),
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    train.add_argument("train", help="CoNLL column file, labels in the last column")
-    train.add_argument("--model", "-m", required=True,
-                       help="where to save the model, a pickle-free model file (checked to "
-                            "be writable before training)")
-    train.add_argument("--estimator", "-e", choices=sorted(TAGGERS), default="perceptron")
-    train.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
-                       help="estimator parameter, e.g. -p k=5 -p max_iter=20 (repeatable)")
-    train.add_argument("--features", choices=list(PRESETS),
-                       default="chunking",
-                       help="feature preset (listed below)")
-    train.add_argument("--templates",
-                       help="comma-separated feature templates (overrides --features)")
-    train.add_argument("--window", type=_int_at_least(0), default=None,
-                       help=f"window for --templates and {' and '.join(_WINDOWED)} "
-                            "(default 1)")
-    train.add_argument("--min-freq", type=_int_at_least(1), default=1)
-    train.add_argument("--target-column", type=int, default=-1)
-    train.add_argument("--random-state", type=_int_at_least(0), default=0,
-                       help="seed of the estimators that shuffle or sample (default 0, so "
-                            "that two identical runs give one model); -p random_state=... "
-                            "overrides it")
-    train.add_argument("--verbose", "-v", type=_int_at_least(0), default=0)
-    io_options(train)
-    train.set_defaults(func=cmd_train)
-
-    tag = sub.add_parser(
-        "tag", help="label a CoNLL file with a saved model",
-        description="Label a CoNLL file with a model saved by 'sklstruct train'. A model "
-                    "file is pickle-free (sklstruct.save_model: arrays and JSON; loading it "
-                    "runs no code from it). Model files of older versions are joblib/pickle "
-                    "files: they are still read, with a warning, as loading one executes "
-                    "code stored in it; load only those you trust.")
-    tag.add_argument("model", help="model saved by 'sklstruct train' (an older joblib "
-                     "model executes code when loaded: use only trusted ones)")
-    tag.add_argument("input", help="CoNLL file to label (with or without a gold column)")
-    tag.add_argument("--output", "-o", help="output file (default: standard output)")
-    tag.add_argument("--nbest", "-n", type=_int_at_least(1), default=None, metavar="K",
-                     help="write each sentence's K best label sequences, each headed "
-                          "'# RANK SCORE' (CRF++'s n-best format)")
-    io_options(tag)
-    tag.set_defaults(func=cmd_tag)
-
-    evaluate = sub.add_parser(
-        "evaluate", help="print the conlleval report",
-        description="Print the conlleval report. With --model, tag the file with a model "
-                    "saved by 'sklstruct train' first (an older joblib/pickle model file "
-                    "executes code stored in it when loaded: use only trusted ones).")
-    evaluate.add_argument("input", help="labelled CoNLL file; without --model its last two "
-                          "columns are gold and predicted labels")
-    evaluate.add_argument("--model", "-m", help="tag the file with this saved model first")
-    evaluate.add_argument("--scheme", choices=sorted(SCHEMES), default=None,
-                          help="count chunks by seqeval's strict rules for this tagging "
-                               "scheme instead of conlleval's (needed for IOBES and BILOU)")
-    io_options(evaluate)
-    evaluate.set_defaults(func=cmd_evaluate)
-
-    train_parser = sub.add_parser(
-        "train-parser", help="fit a constituency parser on bracketed trees and save it",
-        description="Fit a parser on Penn Treebank bracket files (function tags and empty "
-                    "elements are removed first). Parameters of the max-margin parser: "
-                    + ", ".join(f"{k}={v!r}" for k, v in
-                                sorted(F1MaxMarginParser().get_params().items())
-                                if k != "tagger") + ".")
-    train_parser.add_argument("trees", nargs="+", help="bracketed tree files (.mrg)")
-    train_parser.add_argument("--model", "-m", required=True,
-                              help="where to save the model, a pickle-free model file")
-    train_parser.add_argument("--parser", choices=sorted(PARSERS), default="max-margin")
-    train_parser.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
-                              help="parser parameter, e.g. -p C=10 -p loss=f1 (repeatable)")
-    train_parser.add_argument("--words", action="store_true",
-                              help="train on words only (default: word/tag pairs, so that "
-                                   "'parse' takes word/TAG tokens)")
-    train_parser.add_argument("--max-length", type=_int_at_least(1), default=40,
-                              help="train on the trees of at most this many words "
-                                   "(default 40)")
-    train_parser.add_argument("--verbose", "-v", type=_int_at_least(0), default=0)
-    io_options(train_parser)
-    train_parser.set_defaults(func=cmd_train_parser)
-
-    parse = sub.add_parser(
-        "parse", help="parse sentences with a saved parser",
-        description="Parse one sentence per line (tokens separated by spaces: words, or "
-                    "word/TAG for a model trained on tagged trees), or with --trees the "
-                    "sentences of a bracket file, whose PARSEVAL scores are then printed on "
-                    "standard error. Loading a model executes code stored in it: use only "
-                    "trusted files.")
-    parse.add_argument("model", help="model saved by 'sklstruct train-parser'")
-    parse.add_argument("input", help="sentences, one per line (or bracketed trees)")
-    parse.add_argument("--trees", action="store_true",
-                       help="the input holds bracketed gold trees: parse their sentences and "
-                            "score the result")
-    parse.add_argument("--output", "-o", help="output file (default: standard output)")
-    io_options(parse)
-    parse.set_defaults(func=cmd_parse)
-    return parser
-
-
 def main(argv=None):
-    """Run the command line; returns 0, or raises SystemExit(1 or 2) after
-    printing a one-line error on standard error."""
-    args = build_parser().parse_args(argv)
+    """Run the command line.
+
+    Parameters
+    ----------
+    argv : list of str, default=None
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    status : int
+        0; a failure prints a one-line error on standard error and raises
+        :class:`SystemExit` (2 for usage errors, 1 for runtime errors, 130
+        when interrupted).  Warnings are printed as one line each
+        (``sklstruct: warning: ...``).
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = _command_of(argv)
     try:
-        return args.func(args)
+        parser = build_parser([command] if command else ())
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    args = parser.parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _run(args)
+
+
+def _run(args):
+    command = {"demo": cmd_demo, "train": cmd_train, "tag": cmd_tag, "evaluate": cmd_evaluate,
+               "train-parser": cmd_train_parser, "parse": cmd_parse}[args.command]
+    try:
+        return command(args)
     except CommandError as exc:
         _fail(exc, exc.status)
     except BrokenPipeError:
@@ -778,7 +724,7 @@ def main(argv=None):
     except OSError as exc:
         where = f"{exc.filename!r}: " if exc.filename else ""
         _fail(f"{where}{exc.strerror or exc}", RUNTIME_ERROR)
-    except (ValueError, TypeError, NotFittedError, MemoryError) as exc:
+    except (ValueError, TypeError, MemoryError) as exc:     # (NotFittedError is a ValueError)
         _fail(exc if str(exc) else type(exc).__name__, RUNTIME_ERROR)
     except KeyboardInterrupt:
         _fail("interrupted", 130)

@@ -39,7 +39,7 @@ import zlib
 
 import numpy as np
 
-from ._serialization.classes import CLASSES, build, describe
+from ._serialization.classes import build, class_named, describe
 from ._serialization.codec import Reader, Writer
 
 __all__ = ["save_model", "load_model", "model_info", "FORMAT_VERSION"]
@@ -282,7 +282,7 @@ def _load(zf, infos, path):
     if not isinstance(metadata["model"], dict):
         raise ValueError(f"{path}: {METADATA} holds no model")
     names = _class_names(metadata["model"])
-    unknown = sorted(n for n in names if n not in CLASSES)
+    unknown = sorted(n for n in names if class_named(n) is None)
     if unknown:
         raise ValueError(f"{path}: the file names class {unknown[0]!r}, which is not one of "
                          "sklstruct's estimators, vectorizers or their parts; refused")

@@ -13,6 +13,7 @@ listed in :data:`RULES`; a file with any other is refused.  Each rule's
 index ranges) and rebuilds the caches, so that a crafted file can make a
 model wrong but never make a kernel read out of bounds.
 """
+import importlib
 import re
 
 import numpy as np
@@ -502,6 +503,23 @@ CLASSES.update({
 _NAMES = {cls: name for name, cls in CLASSES.items()}
 
 
+#: Packages that register their classes with the format when imported, by
+#: :func:`register` (they import the format: :mod:`sklstruct.compat` reads and
+#: writes model files, so the format cannot import it), and the prefix of the
+#: names of those classes: a file naming one imports the package first, as a
+#: plugin registry imports its plugins by name.
+EXTENSIONS = {"sklstruct.compat.": "sklstruct.compat"}
+
+
+def class_named(name):
+    """The class a model file calls ``name``, or None."""
+    if name not in CLASSES:
+        for prefix, package in EXTENSIONS.items():
+            if name.startswith(prefix):
+                importlib.import_module(package)
+    return CLASSES.get(name)
+
+
 def register(name, cls, rule=None):
     """Let model files hold ``cls`` under ``name``, stored by ``rule``: for a
     package that the format must not import (it imports the format:
@@ -556,7 +574,7 @@ def describe(obj, path):
 
 def build(name, state, path):
     """The object of class ``name`` (a name of :data:`CLASSES`) with ``state``."""
-    cls = CLASSES.get(name)
+    cls = class_named(name)
     if cls is None:
         _fail(path, f"the file names class {name!r}, which is not one of sklstruct's "
                     "estimators, vectorizers or their parts; refused")

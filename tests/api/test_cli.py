@@ -8,6 +8,8 @@ import zipfile
 
 import joblib
 import pytest
+
+import sklstruct.datasets
 from sklearn.linear_model import Perceptron
 from sklearn.pipeline import make_pipeline
 
@@ -87,7 +89,7 @@ def no_reading(monkeypatch):
     """Fail the test if the command reads a CoNLL file."""
     def read_conll(*args, **kwargs):
         raise AssertionError("the input was read before the arguments were checked")
-    monkeypatch.setattr(cli, "read_conll", read_conll)
+    monkeypatch.setattr(sklstruct.datasets, "read_conll", read_conll)   # (cli imports it late)
 
 
 def test_usage_errors_exit_2(files, capsys, no_reading):
@@ -146,10 +148,12 @@ def test_runtime_errors_exit_1(files, model, capsys):
         (["tag", test, str(model)], "'.*test.txt' is not a model saved by 'sklstruct "
          "train' \\(is MODEL the right argument\\?\\)"),
         (["tag", str(files), test], "model '.*' is a directory"),
-        (["tag", str(empty), test], "is not a model.*EOFError"),
+        (["tag", str(empty), test], "is not a model.*: it is empty"),
+        (["tag", train, test], "is not a model.*: it is neither a model file nor a joblib"),
         (["tag", str(model), str(files)], "input '.*' is a directory"),
         (["tag", str(model), str(files / "nope.txt")], "input '.*nope.txt' does not exist"),
-        (["tag", str(model), str(one_column)], "has 1 columns; the model expects 2"),
+        (["tag", str(model), str(one_column)], "has 1 column; the model was trained on 2 "
+         "token columns and reads files of 2 \\(tokens only\\) or 3"),
         (["tag", str(model), test, "-o", str(files)], "output '.*' is a directory"),
         (["tag", str(model), test, "-o", str(files / "no" / "such" / "dir.txt")],
          "cannot write output"),

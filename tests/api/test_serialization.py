@@ -224,6 +224,28 @@ def test_the_sklearn_crfsuite_drop_in_round_trips(corpus, tmp_path, algorithm):
     assert again.state_features_ == crf.state_features_
 
 
+def test_a_compat_model_loads_in_a_process_that_never_imported_compat(tmp_path):
+    """sklstruct.compat registers its classes with the format (which cannot
+    import compat: compat reads and writes model files); a file naming one
+    imports it first."""
+    import subprocess
+    import sys
+
+    from sklstruct.compat import CRF
+
+    x = [{"w": "a"}, {"w": "b"}]
+    path = str(tmp_path / "crf.skls")
+    sklstruct.save_model(CRF(max_iterations=3).fit([x, x], [["A", "B"], ["A", "B"]]), path)
+    code = ("import sys; from sklstruct.serialization import load_model; "
+            f"model = load_model({path!r}); "
+            "assert 'sklstruct.compat' in sys.modules; "
+            "print(model.predict_single([{'w': 'a'}, {'w': 'b'}]))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "['A', 'B']"
+
+
 def test_a_crfsuite_model_read_by_from_crfsuite_round_trips(corpus, tmp_path):
     pycrfsuite = pytest.importorskip("pycrfsuite")
     from sklstruct.compat import CRF, from_crfsuite
