@@ -27,7 +27,7 @@ CUT = 40.0
 
 
 def line_search(evaluate, smoothing, max_step=MAX_STEP, max_evals=MAX_EVALS, tol=1e-10,
-                start=None, slope=None):
+                start=None, slope=None, scale=None):
     """Minimise a convex function of one variable from its value and first
     two derivatives: safeguarded Newton, bracketing the root of the derivative.
 
@@ -45,43 +45,52 @@ def line_search(evaluate, smoothing, max_step=MAX_STEP, max_evals=MAX_EVALS, tol
     tol : float
         Or once ``|h'| <= tol``.
     start, slope : float, optional
-        ``h'(0)``, when known (then the first evaluation is at ``start``, a
-        guess of the minimiser, rather than at 0).
+        A guess of the minimiser, and ``h'(0)`` when known: the first
+        evaluation is at ``start`` rather than at 0.
+    scale : float, optional
+        Without ``slope``: stop at ``|h'| <= smoothing * scale``.
 
     Returns
     -------
     delta, h, n_evals
     """
     lo, hi = -max_step, max_step
+    g_lo = g_hi = None                              # slopes at a closed bracket end
     if slope is None:
-        x = 0.0
+        x = 0.0 if start is None else float(start)
         h, g, c = evaluate(x)
-        stop = max(tol, smoothing * abs(g))
+        stop = max(tol, smoothing * abs(g if scale is None else scale))
     else:
         stop = max(tol, smoothing * abs(slope))
         if abs(slope) <= stop:
             return 0.0, None, 0
-        lo, hi = (0.0, hi) if slope < 0 else (lo, 0.0)
+        if slope < 0:
+            lo, g_lo = 0.0, slope
+        else:
+            hi, g_hi = 0.0, slope
         x = min(max(float(start), lo), hi)
         if x == 0.0:
-            x = 0.5 * (lo + hi) if np.isfinite(lo + hi) else 0.0
+            x = 1.0 if slope < 0 else -1.0
         h, g, c = evaluate(x)
     n = 1
     while n < max_evals and abs(g) > stop:
         if g < 0:
-            lo = x
+            lo, g_lo = x, g
         else:
-            hi = x
+            hi, g_hi = x, g
         if lo >= hi:
             break                                   # at the cap, still falling
-        new = x - g / c if c > 0 else (hi if g < 0 else lo)
+        new = x - g / c if c > 0 else np.inf
         if not lo < new < hi:
-            # Newton leaves the bracket: towards a side with no sign change
-            # seen yet, expand; else bisect
-            if g < 0:
-                new = min(hi, x + max(1.0, 2.0 * abs(x))) if hi == max_step else 0.5 * (x + hi)
+            if g_lo is not None and g_hi is not None:
+                # both ends closed: where the secant of h' crosses 0
+                new = lo - g_lo * (hi - lo) / (g_hi - g_lo)
+                if not lo < new < hi:
+                    new = 0.5 * (lo + hi)
+            elif g < 0:                             # no sign change seen yet: expand
+                new = min(hi, x + max(1.0, 2.0 * abs(x)))
             else:
-                new = max(lo, x - max(1.0, 2.0 * abs(x))) if lo == -max_step else 0.5 * (x + lo)
+                new = max(lo, x - max(1.0, 2.0 * abs(x)))
         if new == x:
             break
         x = new
@@ -172,7 +181,7 @@ class SequenceBoostingTagger(ChainTagger):
         Stop when the best feature's estimated decrease of the exp-loss
         (Newton's, or the bound's guaranteed one) is below ``tol`` times the
         loss.
-    smoothing : float in (0, 1), default=0.01
+    smoothing : float in (0, 1), default=0.05
         One-sided features: with ``step="bound"`` the step that brings the
         bound to ``(1 + smoothing)`` times its infimum (the paper's step is
         infinite); with the line search, the slope of the log-loss at which
@@ -227,7 +236,7 @@ class SequenceBoostingTagger(ChainTagger):
     }
 
     def __init__(self, n_rounds=1000, features_per_round=10, selection="newton",
-                 step="line_search", learning_rate=1.0, tol=1e-6, smoothing=0.01, verbose=0,
+                 step="line_search", learning_rate=1.0, tol=1e-6, smoothing=0.05, verbose=0,
                  n_jobs=None):
         self.n_rounds = n_rounds
         self.features_per_round = features_per_round
@@ -423,9 +432,10 @@ class SequenceBoostingTagger(ChainTagger):
         w = np.exp(st["d"][S[use]] - st["M"])
         sw = float(w.sum())
         slope = st["G"][k] / sw if sw > 0 else None
-        start = None
+        start = scale = None
         if slope is not None:
             curv = st["H"][k] / sw - slope * slope
+            curv = curv if curv > 0 else st["H"][k] / sw
             start = -slope / curv if curv > 0 else np.sign(-slope)
         if coef_rows is not None:
             coef[coef_rows[0]] = coef_rows[1]
@@ -447,7 +457,7 @@ class SequenceBoostingTagger(ChainTagger):
                     return float(h), g, max(c, 0.0)
 
                 delta, h, n = line_search(evaluate, float(self.smoothing), start=start,
-                                          slope=slope)
+                                          slope=slope, scale=scale)
                 n_evals += n
                 if h is None:
                     h = float(logsumexp(st["d"][sub]))
@@ -455,7 +465,8 @@ class SequenceBoostingTagger(ChainTagger):
                 if not more.any():
                     return delta, n_evals
                 use |= more
-                start, slope = None, None
+                scale = slope if slope is not None else scale
+                start, slope = delta, None
                 if n_evals > 4 * MAX_EVALS:
                     return delta, n_evals
         finally:
@@ -604,12 +615,13 @@ class SequenceBoostingTagger(ChainTagger):
         # infinite step; take the step that gets within a factor
         # (1 + smoothing) of it (in the spirit of Schapire & Singer's smoothing)
         up = ok & (umin == 0)
-        step[up] = np.log(eps * r[up] / (1 - r[up])) / umax[up]
+        # (no step where the bound at 0 is already within that factor)
+        step[up] = np.minimum(np.log(eps * r[up] / (1 - r[up])) / umax[up], 0.0)
         down = ok & (umax == 0)
-        step[down] = np.log(eps * (1 - r[down]) / r[down]) / umin[down]
+        step[down] = np.maximum(np.log(eps * (1 - r[down]) / r[down]) / umin[down], 0.0)
         # a bound u of subnormal size makes log(...) / u overflow: no finite
         # step reaches r, so such a feature is not a candidate
-        ok &= np.isfinite(step)
+        ok &= np.isfinite(step) & (step != 0)
         bound = np.full_like(r, np.inf)
         # r e^(step u^min) + (1 - r) e^(step u^max), in log space
         bound[ok] = np.exp(np.logaddexp(np.log(r[ok]) + step[ok] * umin[ok],
