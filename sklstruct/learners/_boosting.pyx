@@ -32,7 +32,8 @@ cdef double TINY = 1e-280
 def boost_pass(ChainData data, const int[::1] y, const double[::1] W, const double[:, ::1] P,
                const long long[::1] sentences, double[::1] d, double[:, ::1] node,
                double[:, :, ::1] chain, double[:, :, ::1] gold_pair):
-    """Forward-backward (log space) on the sentences listed.
+    """Forward-backward (scaled where that is exact, else in log space) on
+    the sentences listed.
 
     For each listed sentence s (rows r of the corpus): ``d[s] = log Z -
     s(gold)``; ``node[r, b] = P(y_t = b | x)``; ``chain[s]`` the expected
@@ -41,17 +42,17 @@ def boost_pass(ChainData data, const int[::1] y, const double[::1] W, const doub
     bigram (a, b) of P(y_{t-1} = a, y_t = b | x)``, row L: P(y_0 = gold_0 |
     x) at the gold first label, row L + 1: the same at the last token.
     """
-    cdef Py_ssize_t L = P.shape[1], i, s, t, a, b, row0, T, max_T = 0
+    cdef Py_ssize_t L = P.shape[1], i, s, t, a, b, c, row0, T, max_T = 0
     cdef Py_ssize_t n = sentences.shape[0]
-    cdef const Corpus* c = &data.c
+    cdef const Corpus* cp = &data.c
     for i in range(n):
         s = sentences[i]
-        max_T = max(max_T, c.offsets[s + 1] - c.offsets[s])
+        max_T = max(max_T, cp.offsets[s + 1] - cp.offsets[s])
     if max_T == 0:
         return
     cdef FBWork w
     cdef Lattice lat
-    cdef double log_z
+    cdef double log_z, z
     cdef double* E = <double*>malloc(max_T * L * sizeof(double))
     if E == NULL or fb_alloc(&w, max_T, L, 1, False) != 0:
         free(E)
@@ -62,12 +63,12 @@ def boost_pass(ChainData data, const int[::1] y, const double[::1] W, const doub
         lat.E, lat.P, lat.L, lat.order = E, &P[0, 0], L, 1
         for i in range(n):
             s = sentences[i]
-            row0 = c.offsets[s]
-            T = c.offsets[s + 1] - row0
+            row0 = cp.offsets[s]
+            T = cp.offsets[s + 1] - row0
             lat.T = T
-            compute_emission(c.indptr, c.indices, c.data, row0, T,
+            compute_emission(cp.indptr, cp.indices, cp.data, row0, T,
                              &W[0] if W.shape[0] else NULL, L, E)
-            log_z = forward_backward(&lat, &w, True)
+            log_z = forward_backward(&lat, &w, False)
             d[s] = log_z - path_score(E, T, L, &P[0, 0], 1, &y[row0])
             memset(&node[row0, 0], 0, T * L * sizeof(double))
             memset(&chain[s, 0, 0], 0, (L + 2) * L * sizeof(double))
@@ -77,8 +78,16 @@ def boost_pass(ChainData data, const int[::1] y, const double[::1] W, const doub
             for t in range(1, T):
                 a = y[row0 + t - 1]
                 b = y[row0 + t]
-                gp[a * L + b] += exp(min(w.alpha[(t - 1) * L + a] + P[a, b] + E[t * L + b]
-                                         + w.beta[t * L + b] - log_z, 0.0))
+                if w.scaled:
+                    # the scaled recursions' edge marginal (as add_marginals)
+                    z = 0.0
+                    for c in range(L):
+                        z += w.alpha[t * L + c] * w.beta[t * L + c]
+                    gp[a * L + b] += (w.alpha[(t - 1) * L + a] * w.eTr[a * L + b]
+                                      * w.eE[t * L + b] * w.beta[t * L + b]) / (z * w.norm[t])
+                else:
+                    gp[a * L + b] += exp(min(w.alpha[(t - 1) * L + a] + P[a, b] + E[t * L + b]
+                                             + w.beta[t * L + b] - log_z, 0.0))
             gp[L * L + y[row0]] += node[row0, y[row0]]
             gp[(L + 1) * L + y[row0 + T - 1]] += node[row0 + T - 1, y[row0 + T - 1]]
     fb_free(&w)

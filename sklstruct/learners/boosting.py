@@ -24,6 +24,10 @@ MAX_EVALS = 40
 #: the line search leaves them out, and their forward-backward waits (they are
 #: marked stale, with an upper bound on their loss) until they may matter.
 CUT = 40.0
+#: A token's weighted statistics are updated in G and H once they moved by
+#: more than this fraction of its sentence's weight (they stay that exact).
+ROW_TOL = 1e-6
+BATCH = False
 
 
 def line_search(evaluate, smoothing, max_step=MAX_STEP, max_evals=MAX_EVALS, tol=1e-10,
@@ -326,6 +330,7 @@ class SequenceBoostingTagger(ChainTagger):
         d = st["d"]
         st["dub"][S] = d[S]
         st["stale"][S] = False
+        st["dirty"][S] = False
         top = float(d.max())
         if full or top > st["M"] or top < st["M"] - 20.0:
             # a new scale (e^-M with M the largest log(1 / P_i)): everything
@@ -337,14 +342,20 @@ class SequenceBoostingTagger(ChainTagger):
             rows = st["rows_of"](S)
             node, cg, ch = self._weighted(st, S, rows, w)
             delta = node - st["node"][rows]
+            # rows whose statistics moved by less than ROW_TOL of their
+            # sentence's weight keep their stored values (G and H hold those):
+            # far from the feature the marginals barely move
+            moved = np.abs(delta).max(axis=1) > ROW_TOL * np.repeat(w, data.lengths[S])
+            rows, node, delta = rows[moved], node[moved], delta[moved]
             X = data.matrix[rows]
+            GW, HW = st["G"][:F * L].reshape(F, L), st["H"][:F * L].reshape(F, L)
             if st["binary"]:
                 GH = np.asarray(X.T @ delta)
-                st["G"][:F * L] += GH[:, :L].ravel()
-                st["H"][:F * L] += GH[:, L:].ravel()
+                GW += GH[:, :L]
+                HW += GH[:, L:]
             else:
-                st["G"][:F * L] += np.asarray(X.T @ delta[:, :L]).ravel()
-                st["H"][:F * L] += np.asarray(X.multiply(X).T @ delta[:, L:]).ravel()
+                GW += np.asarray(X.T @ delta[:, :L])
+                HW += np.asarray(X.multiply(X).T @ delta[:, L:])
             st["G"][F * L:] += (cg - st["cg"][S]).sum(axis=0).ravel()
             st["H"][F * L:] += (ch - st["ch"][S]).sum(axis=0).ravel()
             st["node"][rows] = node
@@ -381,6 +392,19 @@ class SequenceBoostingTagger(ChainTagger):
         st["G"][F * L:] = st["cg"].sum(axis=0).ravel()
         st["H"][F * L:] = st["ch"].sum(axis=0).ravel()
 
+    def _flush(self, st, pending, records, tic):
+        """Forward-backward on the sentences the updates ``records`` moved
+        (``pending``), as :meth:`_apply`; fill in the records' loss after."""
+        U = np.unique(np.concatenate(pending)) if len(pending) > 1 else pending[0]
+        n_run = self._apply(st, U, np.zeros(len(U)))
+        st["dirty"][U] = False
+        after = st["M"] + np.log(st["Z"]) if st["Z"] > 0 else -np.inf
+        for record in records:
+            record["log_loss_after"] = float(after)
+            record["seconds"] = time.perf_counter() - tic
+        if records:
+            records[-1]["sentences"] = int(n_run)
+
     def _apply(self, st, S, spread):
         """After a step of feature k (firing in S): forward-backward on the
         sentences of S that may matter; the others (loss below e^-CUT times
@@ -410,25 +434,42 @@ class SequenceBoostingTagger(ChainTagger):
             csc = st["csc"]
             rows = csc.indices[csc.indptr[a]:csc.indptr[a + 1]]
             vals = csc.data[csc.indptr[a]:csc.indptr[a + 1]]
-            S, where = np.unique(st["sent_of_row"][rows], return_inverse=True)
-            count = np.bincount(where.ravel(), np.abs(vals), minlength=len(S))
-            return S.astype(np.int64), (rows, vals), (label, -1, -1), count
+            S, first, where = np.unique(st["sent_of_row"][rows], return_index=True,
+                                        return_inverse=True)
+            where = where.ravel()
+            count = np.bincount(where, np.abs(vals), minlength=len(S))
+            n_rows = np.bincount(where, minlength=len(S))
+            return S.astype(np.int64), (rows, vals, rows[first], vals[first], n_rows), \
+                (label, -1, -1), count
         prow, pcol = divmod(k - F * L, L)
         if prow < L:
             S = st["multi"]
             return S, None, (-1, prow, pcol), (st["data"].lengths[S] - 1).astype(float)
         return st["all"], None, (-1, prow, pcol), np.ones(st["n"])
 
+    def _fresh(self, st, S):
+        """Forward-backward on the stale sentences among S."""
+        late = S[st["stale"][S]]
+        if len(late):
+            self._refresh(st, late)
+
     def _search(self, st, k, S, coef_rows, spec, count):
         """The exact line search of feature k on the exp-loss of S, from the
-        diagonal Newton step.  Sentences whose loss stays below e^-CUT times
-        that of the others at the step found (bounded by their loss now plus
-        the step times the feature's count in them) weigh nothing in it and
-        are left out; the search is redone while that leaves out one it
-        should not."""
+        diagonal Newton step.
+
+        Sentences whose loss stays below e^-CUT times that of the others at
+        the step found (bounded by their loss now plus the step times the
+        feature's count in them) weigh nothing in it and are left out; the
+        search is redone while that leaves out one it should not.  Where an
+        emission feature fires at one token t of a sentence, ``1 / P(gold)``
+        along the step is known in closed form from the marginal mu of its
+        label at t: ``l(delta) = d + log(1 - mu + mu e^(delta x)) - delta x
+        [gold_t = label]``; the other sentences take a tilted forward pass.
+        """
         coef = st["coef"]
         dub = st["dub"][S]
         use = dub >= dub.max() - CUT
+        self._fresh(st, S[use])
         w = np.exp(st["d"][S[use]] - st["M"])
         sw = float(w.sum())
         slope = st["G"][k] / sw if sw > 0 else None
@@ -437,34 +478,61 @@ class SequenceBoostingTagger(ChainTagger):
             curv = st["H"][k] / sw - slope * slope
             curv = curv if curv > 0 else st["H"][k] / sw
             start = -slope / curv if curv > 0 else np.sign(-slope)
+            if st["dirty"][S[use]].any():
+                # a step earlier in this round moved these sentences: G and H
+                # are only a guess of the slope here
+                scale, slope = slope, None
         if coef_rows is not None:
             coef[coef_rows[0]] = coef_rows[1]
         W, P = st["W"].reshape(-1), st["P"]
         n_evals = 0
         try:
             while True:
-                sub = S[use]
-                out = np.empty((len(sub), 3))
+                if coef_rows is None:
+                    single = np.zeros(len(S), dtype=bool)
+                else:
+                    single = (coef_rows[4] == 1) & ~st["dirty"][S]
+                multi = S[use & ~single]
+                one = use & single
+                out = np.empty((len(multi), 3))
+                if one.any():
+                    r, x = coef_rows[2][one], coef_rows[3][one]
+                    mu = np.clip(st["mu"][r, spec[0]], 0.0, 1.0)
+                    g = st["onehot"][r, spec[0]]
+                    d0 = st["d"][S[one]]
+                    with np.errstate(divide="ignore"):
+                        lmu, l1 = np.log(mu), np.log1p(-mu)
 
                 def evaluate(delta):
-                    tilted_moments(st["cd"], st["codes"], W, P, sub, coef, spec[0], spec[1],
-                                   spec[2], delta, out)
-                    ell, d1, d2 = out[:, 0], out[:, 1], out[:, 2]
+                    parts = []
+                    if len(multi):
+                        tilted_moments(st["cd"], st["codes"], W, P, multi, coef, spec[0],
+                                       spec[1], spec[2], delta, out)
+                        parts.append(out)
+                    if one.any():
+                        A = np.logaddexp(l1, lmu + delta * x)
+                        q = np.exp(lmu + delta * x - A)
+                        parts.append(np.column_stack([d0 + A - delta * x * g, x * (q - g),
+                                                      x * x * q * (1.0 - q)]))
+                    o = parts[0] if len(parts) == 1 else np.concatenate(parts)
+                    ell, d1, d2 = o[:, 0], o[:, 1], o[:, 2]
                     h = logsumexp(ell)
                     p = np.exp(ell - h)
-                    g = float(p @ d1)
-                    c = float(p @ (d2 + d1 * d1)) - g * g
-                    return float(h), g, max(c, 0.0)
+                    g_ = float(p @ d1)
+                    c = float(p @ (d2 + d1 * d1)) - g_ * g_
+                    return float(h), g_, max(c, 0.0)
 
                 delta, h, n = line_search(evaluate, float(self.smoothing), start=start,
                                           slope=slope, scale=scale)
                 n_evals += n
                 if h is None:
-                    h = float(logsumexp(st["d"][sub]))
+                    h = float(logsumexp(st["d"][S[use]]))
                 more = ~use & (dub + abs(delta) * count >= h - CUT)
                 if not more.any():
                     return delta, n_evals
                 use |= more
+                self._fresh(st, S[more])
+                dub = st["dub"][S]
                 scale = slope if slope is not None else scale
                 start, slope = delta, None
                 if n_evals > 4 * MAX_EVALS:
@@ -523,7 +591,7 @@ class SequenceBoostingTagger(ChainTagger):
               "coef": np.zeros(n_tok), "all": np.arange(n_sent, dtype=np.int64),
               "multi": np.flatnonzero(data.lengths > 1).astype(np.int64),
               "all_rows": np.arange(n_tok), "dub": np.zeros(n_sent),
-              "stale": np.zeros(n_sent, dtype=bool)}
+              "stale": np.zeros(n_sent, dtype=bool), "dirty": np.zeros(n_sent, dtype=bool)}
         self._refresh(st, st["all"])
         chosen, history, tic = [], [], time.perf_counter()
         n_iter = 0
@@ -551,6 +619,7 @@ class SequenceBoostingTagger(ChainTagger):
             if ranked_gain[top[0]] < self.tol:
                 break
             n_iter += 1
+            pending, first = [], len(history)
             for k in top:
                 k = int(k)
                 log_loss = st["M"] + np.log(st["Z"])
@@ -572,8 +641,12 @@ class SequenceBoostingTagger(ChainTagger):
                 if delta == 0.0:
                     continue
                 theta[k] += delta                            # W and P are views of theta
-                n_run = self._apply(st, S, abs(delta) * count)
-                after = st["M"] + np.log(st["Z"]) if st["Z"] > 0 else -np.inf
+                # the sentences of S are run once, at the end of the round (or
+                # now, after a chain feature or a bound step, which need G):
+                # until then they are dirty, their loss bounded by dub
+                st["dub"][S] += abs(delta) * count
+                st["dirty"][S] = True
+                pending.append(S)
                 if k < F * L:
                     a, label = divmod(k, L)
                     chosen.append(("emission", int(a), classes[label], float(delta)))
@@ -584,10 +657,16 @@ class SequenceBoostingTagger(ChainTagger):
                     chosen.append((kind, prev, classes[label], float(delta)))
                 history.append({"round": rnd + 1, "bound": float(1.0 - ranked_gain[k]),
                                 "log_loss_before": float(log_loss),
-                                "log_loss_after": float(after), "sentences": int(n_run),
-                                "evals": int(evals), "seconds": time.perf_counter() - tic})
+                                "sentences": int(len(S)),
+                                "evals": int(evals), "seconds": 0.0})
+                if not BATCH or k >= F * L or self.step == "bound" or \
+                        sum(map(len, pending)) > n_sent // 2:
+                    self._flush(st, pending, history[first:], tic)
+                    pending, first = [], len(history)
                 if not st["Z"] > 0:
                     break
+            if pending:
+                self._flush(st, pending, history[first:], tic)
             if self.verbose and history and (self.verbose > 1 or rnd == 0
                                              or (rnd + 1) % 100 == 0):
                 last = history[-1]
