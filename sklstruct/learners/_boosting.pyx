@@ -143,12 +143,20 @@ cdef void _tilted(const Corpus* c, const int* y, const double* W, const double* 
             z = 0.0
             M1 = 0.0
             M2 = 0.0
-            for a in range(L):
-                w_ = v[a] * eP[a * L + b]
-                kab = 1.0 if (k.prow == a and k.pcol == b) else 0.0
-                z += w_
-                M1 += w_ * (m1[a] + kab)
-                M2 += w_ * (m2[a] + 2.0 * kab * m1[a] + kab)
+            if k.prow < 0 or k.prow >= L:
+                # no transition tilted: the moments just flow along
+                for a in range(L):
+                    w_ = v[a] * eP[a * L + b]
+                    z += w_
+                    M1 += w_ * m1[a]
+                    M2 += w_ * m2[a]
+            else:
+                for a in range(L):
+                    w_ = v[a] * eP[a * L + b]
+                    kab = 1.0 if (k.prow == a and k.pcol == b) else 0.0
+                    z += w_
+                    M1 += w_ * (m1[a] + kab)
+                    M2 += w_ * (m2[a] + 2.0 * kab * m1[a] + kab)
             if z < TINY:
                 # the scaled products underflow: the exact log-sum-exp
                 mx = -INFINITY
@@ -213,6 +221,109 @@ cdef void _tilted(const Corpus* c, const int* y, const double* W, const double* 
         out[2] = 0.0
 
 
+cdef bint _tilted_scaled(const Corpus* c, const int* y, const double* W, const double* P,
+                         Py_ssize_t L, const Tilt* k, Py_ssize_t s, double* E, double* eP,
+                         double pmax, double* al, double* m1, double* m2, double* nal,
+                         double* nm1, double* nm2, double* v, double* out) noexcept nogil:
+    """:c:func:`_tilted` in scaled probability space: alpha normalised at
+    every position (one logarithm per position instead of L); False, with
+    nothing written, where a normaliser underflows (the caller then runs the
+    log-space version)."""
+    cdef Py_ssize_t row0 = c.offsets[s], T = c.offsets[s + 1] - row0, t, a, b, r
+    cdef double z, w_, kab, M1, M2, cnt, gold, fg, mx, tot, e1, e2, emax, lz = 0.0
+    compute_emission(c.indptr, c.indices, c.data, row0, T, W, L, E)
+    if k.label >= 0:
+        for t in range(T):
+            E[t * L + k.label] += k.delta * k.coef[row0 + t]
+    mx = -INFINITY
+    for b in range(L):
+        if P[L * L + b] + E[b] > mx:
+            mx = P[L * L + b] + E[b]
+    tot = 0.0
+    for b in range(L):
+        al[b] = exp(P[L * L + b] + E[b] - mx)
+        tot += al[b]
+        cnt = _count(k, row0, b)
+        if k.prow == L and k.pcol == b:
+            cnt += 1.0
+        m1[b] = cnt
+        m2[b] = cnt * cnt
+    for b in range(L):
+        al[b] /= tot
+    lz = mx + log(tot)
+    for t in range(1, T):
+        r = row0 + t
+        emax = -INFINITY
+        for b in range(L):
+            if E[t * L + b] > emax:
+                emax = E[t * L + b]
+        tot = 0.0
+        for b in range(L):
+            z = 0.0
+            M1 = 0.0
+            M2 = 0.0
+            if k.prow < 0 or k.prow >= L:
+                for a in range(L):
+                    w_ = al[a] * eP[a * L + b]
+                    z += w_
+                    M1 += w_ * m1[a]
+                    M2 += w_ * m2[a]
+            else:
+                for a in range(L):
+                    w_ = al[a] * eP[a * L + b]
+                    kab = 1.0 if (k.prow == a and k.pcol == b) else 0.0
+                    z += w_
+                    M1 += w_ * (m1[a] + kab)
+                    M2 += w_ * (m2[a] + 2.0 * kab * m1[a] + kab)
+            if z > 0.0:
+                M1 /= z
+                M2 /= z
+            cnt = _count(k, r, b)
+            nm1[b] = M1 + cnt
+            nm2[b] = M2 + 2.0 * cnt * M1 + cnt * cnt
+            nal[b] = z * exp(E[t * L + b] - emax)
+            tot += nal[b]
+        if not tot > TINY:
+            return False
+        for b in range(L):
+            al[b], m1[b], m2[b] = nal[b] / tot, nm1[b], nm2[b]
+        lz += log(tot) + emax + pmax
+    mx = -INFINITY
+    for b in range(L):
+        if P[(L + 1) * L + b] > mx:
+            mx = P[(L + 1) * L + b]
+    tot = 0.0
+    e1 = 0.0
+    e2 = 0.0
+    for b in range(L):
+        w_ = al[b] * exp(P[(L + 1) * L + b] - mx)
+        kab = 1.0 if (k.prow == L + 1 and k.pcol == b) else 0.0
+        tot += w_
+        e1 += w_ * (m1[b] + kab)
+        e2 += w_ * (m2[b] + 2.0 * kab * m1[b] + kab)
+    if not tot > TINY:
+        return False
+    lz += mx + log(tot)
+    e1 /= tot
+    e2 /= tot
+    gold = path_score(E, T, L, P, 1, y + row0)
+    fg = 0.0
+    for t in range(T):
+        fg += _count(k, row0 + t, y[row0 + t])
+        if t > 0 and k.prow == y[row0 + t - 1] and k.pcol == y[row0 + t]:
+            fg += 1.0
+    if k.prow == L and k.pcol == y[row0]:
+        fg += 1.0
+    if k.prow == L + 1 and k.pcol == y[row0 + T - 1]:
+        fg += 1.0
+    out[0] = lz - gold
+    out[1] = e1 - fg
+    out[2] = e2 - e1 * e1
+    if out[2] < 0.0:
+        out[2] = 0.0
+    return True
+
+
 def tilted_moments(ChainData data, const int[::1] y, const double[::1] W,
                    const double[:, ::1] P, const long long[::1] sentences,
                    const double[::1] coef, Py_ssize_t label, Py_ssize_t prow,
@@ -260,9 +371,13 @@ def tilted_moments(ChainData data, const int[::1] y, const double[::1] W,
         for a in range(L * L):
             eP[a] = exp(Pt[a] - pmax)
         for i in range(n):
-            _tilted(c, &y[0], &W[0] if W.shape[0] else NULL, Pt, L, &k, sentences[i], E, eP,
-                    pmax, buf, buf + L, buf + 2 * L, buf + 3 * L, buf + 4 * L, buf + 5 * L,
-                    buf + 6 * L, &out[i, 0])
+            if not _tilted_scaled(c, &y[0], &W[0] if W.shape[0] else NULL, Pt, L, &k,
+                                  sentences[i], E, eP, pmax, buf, buf + L, buf + 2 * L,
+                                  buf + 3 * L, buf + 4 * L, buf + 5 * L, buf + 6 * L,
+                                  &out[i, 0]):
+                _tilted(c, &y[0], &W[0] if W.shape[0] else NULL, Pt, L, &k, sentences[i], E,
+                        eP, pmax, buf, buf + L, buf + 2 * L, buf + 3 * L, buf + 4 * L,
+                        buf + 5 * L, buf + 6 * L, &out[i, 0])
     free(Pt)
     free(eP)
     free(E)

@@ -27,7 +27,10 @@ CUT = 40.0
 #: A token's weighted statistics are updated in G and H once they moved by
 #: more than this fraction of its sentence's weight (they stay that exact).
 ROW_TOL = 1e-6
-BATCH = False
+#: The ranking per cost (``selection="newton_per_cost"``) divides a feature's
+#: gain by the tokens its update runs forward-backward on plus this many (the
+#: fixed cost of an update, in tokens).
+OVERHEAD_TOKENS = 3000.0
 
 
 def line_search(evaluate, smoothing, max_step=MAX_STEP, max_evals=MAX_EVALS, tol=1e-10,
@@ -230,7 +233,7 @@ class SequenceBoostingTagger(ChainTagger):
     _parameter_constraints = {
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
         "features_per_round": [Interval(Integral, 1, None, closed="left")],
-        "selection": [StrOptions({"newton", "bound"})],
+        "selection": [StrOptions({"newton_per_cost", "newton", "bound"})],
         "step": [StrOptions({"line_search", "bound"})],
         "learning_rate": [Interval(Real, 0, 1, closed="right")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -239,7 +242,7 @@ class SequenceBoostingTagger(ChainTagger):
         "n_jobs": N_JOBS_CONSTRAINT,
     }
 
-    def __init__(self, n_rounds=1000, features_per_round=10, selection="newton",
+    def __init__(self, n_rounds=2500, features_per_round=10, selection="newton_per_cost",
                  step="line_search", learning_rate=1.0, tol=1e-6, smoothing=0.05, verbose=0,
                  n_jobs=None):
         self.n_rounds = n_rounds
@@ -330,7 +333,6 @@ class SequenceBoostingTagger(ChainTagger):
         d = st["d"]
         st["dub"][S] = d[S]
         st["stale"][S] = False
-        st["dirty"][S] = False
         top = float(d.max())
         if full or top > st["M"] or top < st["M"] - 20.0:
             # a new scale (e^-M with M the largest log(1 / P_i)): everything
@@ -397,7 +399,6 @@ class SequenceBoostingTagger(ChainTagger):
         (``pending``), as :meth:`_apply`; fill in the records' loss after."""
         U = np.unique(np.concatenate(pending)) if len(pending) > 1 else pending[0]
         n_run = self._apply(st, U, np.zeros(len(U)))
-        st["dirty"][U] = False
         after = st["M"] + np.log(st["Z"]) if st["Z"] > 0 else -np.inf
         for record in records:
             record["log_loss_after"] = float(after)
@@ -478,10 +479,6 @@ class SequenceBoostingTagger(ChainTagger):
             curv = st["H"][k] / sw - slope * slope
             curv = curv if curv > 0 else st["H"][k] / sw
             start = -slope / curv if curv > 0 else np.sign(-slope)
-            if st["dirty"][S[use]].any():
-                # a step earlier in this round moved these sentences: G and H
-                # are only a guess of the slope here
-                scale, slope = slope, None
         if coef_rows is not None:
             coef[coef_rows[0]] = coef_rows[1]
         W, P = st["W"].reshape(-1), st["P"]
@@ -491,7 +488,7 @@ class SequenceBoostingTagger(ChainTagger):
                 if coef_rows is None:
                     single = np.zeros(len(S), dtype=bool)
                 else:
-                    single = (coef_rows[4] == 1) & ~st["dirty"][S]
+                    single = coef_rows[4] == 1
                 multi = S[use & ~single]
                 one = use & single
                 out = np.empty((len(multi), 3))
@@ -591,7 +588,15 @@ class SequenceBoostingTagger(ChainTagger):
               "coef": np.zeros(n_tok), "all": np.arange(n_sent, dtype=np.int64),
               "multi": np.flatnonzero(data.lengths > 1).astype(np.int64),
               "all_rows": np.arange(n_tok), "dub": np.zeros(n_sent),
-              "stale": np.zeros(n_sent, dtype=bool), "dirty": np.zeros(n_sent, dtype=bool)}
+              "stale": np.zeros(n_sent, dtype=bool)}
+        if self.selection == "newton_per_cost":
+            # tokens a feature's forward-backward runs on: the sentences holding it
+            inc = sp.csr_matrix((np.ones(Xm.nnz), Xm.indices, Xm.indptr), shape=Xm.shape)
+            sent_att = sp.csr_matrix((np.ones(n_tok), (st["sent_of_row"], np.arange(n_tok))),
+                                     shape=(n_sent, n_tok)) @ inc
+            sent_att.data[:] = 1.0
+            per_att = np.asarray(sent_att.T @ data.lengths.astype(float)).ravel()
+            st["cost"] = np.concatenate([np.repeat(per_att, L), np.full((L + 2) * L, float(n_tok))])
         self._refresh(st, st["all"])
         chosen, history, tic = [], [], time.perf_counter()
         n_iter = 0
@@ -601,12 +606,13 @@ class SequenceBoostingTagger(ChainTagger):
             if not Z > 0:
                 break                                      # every example is certain
             G, H = st["G"], st["H"]
-            if self.selection == "newton":
+            if self.selection != "bound":
                 ok = (H > 0) & (G != 0)
                 gain = np.zeros_like(theta)
                 gain[ok] = G[ok] ** 2 / H[ok] / (2.0 * Z)        # relative decrease
                 gain[~np.isfinite(gain)] = 0.0
-                ranked_gain = gain
+                ranked_gain = gain if self.selection == "newton" else \
+                    gain / (st["cost"] + OVERHEAD_TOKENS)
             else:
                 # r_k and the step of every feature (Algorithm 2, lines 4-5)
                 r, bstep, bound = self._bound_steps(G / Z, umax, umin, ud, usable, eps)
@@ -616,7 +622,9 @@ class SequenceBoostingTagger(ChainTagger):
                 break
             top = np.argpartition(-ranked_gain, n_pick - 1)[:n_pick]
             top = top[np.argsort(-ranked_gain[top], kind="stable")]
-            if ranked_gain[top[0]] < self.tol:
+            estimate = ranked_gain if self.selection == "bound" else gain
+            best = float(estimate.max())
+            if best < self.tol:
                 break
             n_iter += 1
             pending, first = [], len(history)
@@ -641,11 +649,9 @@ class SequenceBoostingTagger(ChainTagger):
                 if delta == 0.0:
                     continue
                 theta[k] += delta                            # W and P are views of theta
-                # the sentences of S are run once, at the end of the round (or
-                # now, after a chain feature or a bound step, which need G):
-                # until then they are dirty, their loss bounded by dub
+                # forward-backward on S, or on the part of it that matters now
+                # (the others are stale, their loss bounded by dub)
                 st["dub"][S] += abs(delta) * count
-                st["dirty"][S] = True
                 pending.append(S)
                 if k < F * L:
                     a, label = divmod(k, L)
@@ -655,14 +661,12 @@ class SequenceBoostingTagger(ChainTagger):
                     kind, prev = (("transition", classes[row]) if row < L
                                   else ("start" if row == L else "end", None))
                     chosen.append((kind, prev, classes[label], float(delta)))
-                history.append({"round": rnd + 1, "bound": float(1.0 - ranked_gain[k]),
+                history.append({"round": rnd + 1, "bound": float(1.0 - estimate[k]),
                                 "log_loss_before": float(log_loss),
                                 "sentences": int(len(S)),
                                 "evals": int(evals), "seconds": 0.0})
-                if not BATCH or k >= F * L or self.step == "bound" or \
-                        sum(map(len, pending)) > n_sent // 2:
-                    self._flush(st, pending, history[first:], tic)
-                    pending, first = [], len(history)
+                self._flush(st, pending, history[first:], tic)
+                pending, first = [], len(history)
                 if not st["Z"] > 0:
                     break
             if pending:
