@@ -325,8 +325,8 @@ def test_bad_parameters_raise(bad, match):
 
 
 def test_spanish_ner_subset_learns():
-    """Real data, in seconds: 1,500 Spanish sentences of at most 40 tokens,
-    S2 features, 60 rounds."""
+    """Real data, in seconds: 800 Spanish sentences of at most 30 tokens, S2
+    features, 60 rounds of 10 features (the full corpus: bench_boosting.py)."""
     from _data import require_data
 
     from sklstruct import feature_set
@@ -335,9 +335,9 @@ def test_spanish_ner_subset_learns():
 
     X_train, y_train = read_conll(require_data("conll2002", "esp.train"))
     X_test, y_test = read_conll(require_data("conll2002", "esp.testa"))
-    keep = [i for i, s in enumerate(y_train) if len(s) <= 40][:1500]
+    keep = [i for i, s in enumerate(y_train) if len(s) <= 30][:800]
     vec = feature_set("S2")
     Xtr = vec.fit_transform([X_train[i] for i in keep])
     model = SequenceBoostingTagger(n_rounds=60).fit(Xtr, [y_train[i] for i in keep])
     report = chunk_report(y_test[:500], model.predict(vec.transform(X_test[:500])))
-    assert report.f1 >= 0.40, str(report)
+    assert report.f1 >= 0.35, str(report)
