@@ -612,7 +612,8 @@ class SequenceBoostingTagger(ChainTagger):
                                      shape=(n_sent, n_tok)) @ inc
             sent_att.data[:] = 1.0
             per_att = np.asarray(sent_att.T @ data.lengths.astype(float)).ravel()
-            st["cost"] = np.concatenate([np.repeat(per_att, L), np.full((L + 2) * L, float(n_tok))])
+            st["cost"] = np.concatenate([np.repeat(per_att, L),
+                                         np.full((L + 2) * L, float(n_tok))])
         self._refresh(st, st["all"])
         chosen, history, tic = [], [], time.perf_counter()
         n_iter = 0
