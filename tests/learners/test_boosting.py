@@ -341,3 +341,70 @@ def test_spanish_ner_subset_learns():
     model = SequenceBoostingTagger(n_rounds=60).fit(Xtr, [y_train[i] for i in keep])
     report = chunk_report(y_test[:500], model.predict(vec.transform(X_test[:500])))
     assert report.f1 >= 0.35, str(report)
+
+
+def test_gradient_second_moments_and_r_match_enumeration(monkeypatch):
+    """What the rounds read, kept incrementally over several updates: G (the
+    exp-loss gradient, eq. 4), H (the diagonal second moments) and the
+    paper's r_k (Algorithm 2, line 4) equal their values by enumeration."""
+    X, y = random_problem(n=7, seed=11)
+    states = []
+    original = SequenceBoostingTagger._flush
+
+    def spy(self, st, pending, records, tic):
+        original(self, st, pending, records, tic)
+        states.append(st)
+
+    monkeypatch.setattr(SequenceBoostingTagger, "_flush", spy)
+    model = SequenceBoostingTagger(n_rounds=3, features_per_round=3).fit(X, y)
+    st = states[-1]
+    W, P = model._decoding_weights()
+    L = len(model.classes_)
+    theta = np.concatenate([W.ravel(), P.ravel()])
+    G, H, Z = np.zeros_like(theta), np.zeros_like(theta), 0.0
+    for x, gold in zip(X, y):
+        g = np.searchsorted(model.classes_, gold)
+        feats, scores, fg = _enumerate(x, g, W, P, L)
+        weight = np.exp(scores - fg @ theta)               # exp(H(y) - H(gold))
+        G += weight @ (feats - fg)
+        Z += weight.sum() - 1.0
+        # per position: (f_t(y) - f_t(gold))^2, summed over t
+        seqs = np.array(list(itertools.product(range(L), repeat=len(g))))
+        xd = x.toarray()
+        for t in range(len(g)):
+            ft = np.zeros((len(seqs), theta.size))
+            gt = np.zeros(theta.size)
+            for col in range(xd.shape[1]):
+                ft[np.arange(len(seqs)), col * L + seqs[:, t]] += xd[t, col]
+                gt[col * L + g[t]] += xd[t, col]
+            base = W.size
+            if t > 0:
+                ft[np.arange(len(seqs)), base + seqs[:, t - 1] * L + seqs[:, t]] += 1
+                gt[base + g[t - 1] * L + g[t]] += 1
+            if t == 0:
+                ft[np.arange(len(seqs)), base + L * L + seqs[:, 0]] += 1
+                gt[base + L * L + g[0]] += 1
+            if t == len(g) - 1:
+                ft[np.arange(len(seqs)), base + (L + 1) * L + seqs[:, t]] += 1
+                gt[base + (L + 1) * L + g[t]] += 1
+            H += weight @ (ft - gt) ** 2
+    scale = np.exp(st["M"])
+    np.testing.assert_allclose(st["G"] * scale, G, rtol=1e-6, atol=1e-9 * np.abs(G).max())
+    np.testing.assert_allclose(st["H"] * scale, H, rtol=1e-6, atol=1e-9 * np.abs(H).max())
+    assert st["Z"] * scale == pytest.approx(Z, rel=1e-9)
+    # r_k of Algorithm 2, line 4, from D(i) (eq. 5) and the expectations
+    data = as_stacked(X)
+    codes = np.concatenate([np.searchsorted(model.classes_, s) for s in y]).astype(np.int32)
+    umax, umin = SequenceBoostingTagger._bounds(data, codes, L)
+    usable = (umin < 0) | (umax > 0)
+    ud = np.where(usable, umax - umin, 1.0)
+    r, _, _ = SequenceBoostingTagger._bound_steps(st["G"] / st["Z"], umax, umin, ud, usable, 0.05)
+    r_paper = np.zeros_like(theta)
+    for x, gold in zip(X, y):
+        g = np.searchsorted(model.classes_, gold)
+        feats, scores, fg = _enumerate(x, g, W, P, L)
+        p = np.exp(scores - logsumexp(scores))
+        p_gold = np.exp(fg @ theta - logsumexp(scores))
+        D = (1 / p_gold - 1) / Z
+        r_paper += D / ud * (umax + (p @ feats - fg) / (p_gold - 1))
+    np.testing.assert_allclose(r[usable], r_paper[usable], rtol=1e-6, atol=1e-9)
