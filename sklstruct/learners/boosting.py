@@ -410,26 +410,13 @@ class SequenceBoostingTagger(ChainTagger):
         st["G"][F * L:] = st["cg"].sum(axis=0).ravel()
         st["H"][F * L:] = st["ch"].sum(axis=0).ravel()
 
-    def _flush(self, st, pending, records, tic):
-        """Forward-backward on the sentences the updates ``records`` moved
-        (``pending``), as :meth:`_apply`; fill in the records' loss after."""
-        U = np.unique(np.concatenate(pending)) if len(pending) > 1 else pending[0]
-        n_run = self._apply(st, U, np.zeros(len(U)))
-        after = st["M"] + np.log(st["Z"]) if st["Z"] > 0 else -np.inf
-        for record in records:
-            record["log_loss_after"] = float(after)
-            record["seconds"] = time.perf_counter() - tic
-        if records:
-            records[-1]["sentences"] = int(n_run)
-
-    def _apply(self, st, S, spread):
-        """After a step of feature k (firing in S): forward-backward on the
-        sentences of S that may matter; the others (loss below e^-CUT times
-        the largest, even if it grew by ``spread``, the step times the
-        feature's largest count in the sentence) are marked stale, and are
-        run once their bound on the loss comes within e^-CUT."""
-        late = st["dub"][S] + spread < st["M"] - CUT
-        st["dub"][S[late]] += spread[late]
+    def _apply(self, st, S):
+        """After a step of a feature firing in S (``dub`` already raised by
+        the step times the feature's count in each sentence): forward-backward
+        on the sentences of S that may matter; the others (whose loss, even
+        so bounded, is below e^-CUT times the largest) are marked stale, and
+        are run once their bound comes within e^-CUT.  Returns how many ran."""
+        late = st["dub"][S] < st["M"] - CUT
         st["stale"][S[late]] = True
         now = S[~late]
         if len(now):
@@ -644,7 +631,6 @@ class SequenceBoostingTagger(ChainTagger):
             if best < self.tol:
                 break
             n_iter += 1
-            pending, first = [], len(history)
             for k in top:
                 k = int(k)
                 log_loss = st["M"] + np.log(st["Z"])
@@ -656,7 +642,7 @@ class SequenceBoostingTagger(ChainTagger):
                     if self.selection == "bound" and k in top[:1]:
                         delta = bstep[k]
                     else:
-                        r1, s1, _ = self._bound_steps(st["G"][k:k + 1] / st["Z"],
+                        _, s1, _ = self._bound_steps(st["G"][k:k + 1] / st["Z"],
                                                       umax[k:k + 1], umin[k:k + 1], ud[k:k + 1],
                                                       usable[k:k + 1], eps)
                         delta = s1[0]
@@ -669,7 +655,8 @@ class SequenceBoostingTagger(ChainTagger):
                 # forward-backward on S, or on the part of it that matters now
                 # (the others are stale, their loss bounded by dub)
                 st["dub"][S] += abs(delta) * count
-                pending.append(S)
+                n_run = self._apply(st, S)
+                after = st["M"] + np.log(st["Z"]) if st["Z"] > 0 else -np.inf
                 if k < F * L:
                     a, label = divmod(k, L)
                     chosen.append(("emission", int(a), classes[label], float(delta)))
@@ -680,14 +667,10 @@ class SequenceBoostingTagger(ChainTagger):
                     chosen.append((kind, prev, classes[label], float(delta)))
                 history.append({"round": rnd + 1, "bound": float(1.0 - estimate[k]),
                                 "log_loss_before": float(log_loss),
-                                "sentences": int(len(S)),
-                                "evals": int(evals), "seconds": 0.0})
-                self._flush(st, pending, history[first:], tic)
-                pending, first = [], len(history)
+                                "log_loss_after": float(after), "sentences": int(n_run),
+                                "evals": int(evals), "seconds": time.perf_counter() - tic})
                 if not st["Z"] > 0:
                     break
-            if pending:
-                self._flush(st, pending, history[first:], tic)
             if self.verbose and history and (self.verbose > 1 or rnd == 0
                                              or (rnd + 1) % 100 == 0):
                 last = history[-1]

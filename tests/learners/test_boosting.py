@@ -349,13 +349,13 @@ def test_gradient_second_moments_and_r_match_enumeration(monkeypatch):
     paper's r_k (Algorithm 2, line 4) equal their values by enumeration."""
     X, y = random_problem(n=7, seed=11)
     states = []
-    original = SequenceBoostingTagger._flush
+    original = SequenceBoostingTagger._apply
 
-    def spy(self, st, pending, records, tic):
-        original(self, st, pending, records, tic)
+    def spy(self, st, S):
         states.append(st)
+        return original(self, st, S)
 
-    monkeypatch.setattr(SequenceBoostingTagger, "_flush", spy)
+    monkeypatch.setattr(SequenceBoostingTagger, "_apply", spy)
     model = SequenceBoostingTagger(n_rounds=3, features_per_round=3).fit(X, y)
     st = states[-1]
     W, P = model._decoding_weights()
