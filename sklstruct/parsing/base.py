@@ -15,8 +15,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._publish import reads_model
 from .._validation import (InputTypeError, check_sentence, check_sentence_list, describe,
                            sentence_tags)
-from .binarize import binarize, unbinarize
-from .evalb import parseval_f1
+from .binarize import base_label, binarize, unbinarize
+from .evalb import DELETE_LABELS, EQ_LABELS, parseval_f1
 from .model import CompiledGrammar
 from .grammar import Grammar
 from .tree import Tree, _check_tree, preprocess
@@ -111,6 +111,30 @@ def _labelled_tree(int_tree, symbols, words):
             parent.children.append(node)
             stack.extend((k, node) for k in reversed(kids))
     return top.children[0]
+
+
+def _evalb_labels(grammar):
+    """How EVALB (``COLLINS.prm``) counts the brackets of the grammar's
+    symbols: the base label of every symbol with labels EVALB takes as equal
+    merged (``EQ_LABEL ADVP PRT``), which symbols count (not a root labelled
+    TOP / ROOT / ""), and which preterminals' words EVALB deletes
+    (``DELETE_LABEL``: punctuation).  See :mod:`sklstruct.parsing.evalb`."""
+    base = np.asarray(grammar.base, dtype=np.int64).copy()
+    labels = grammar.base_labels
+    where = {b: k for k, b in enumerate(labels)}
+    merged = {k: where[EQ_LABELS[b]] for k, b in enumerate(labels)
+              if b in EQ_LABELS and EQ_LABELS[b] in where}
+    for s, b in enumerate(base):
+        if b in merged:
+            base[s] = merged[b]
+    counted = base >= 0
+    for s, b in enumerate(grammar.base):
+        if b >= 0 and labels[b] in _ROOT_LABELS:
+            counted[s] = False
+    deleted = np.zeros(len(grammar.symbols), dtype=bool)
+    for s in grammar.preterminals:
+        deleted[s] = base_label(grammar.symbols[s]) in DELETE_LABELS
+    return base, counted, deleted
 
 
 def _max_chain(int_trees):
@@ -214,15 +238,11 @@ class BaseParser(BaseEstimator):
                           f"training trees ({needed}): trees with longer chains cannot be "
                           "predicted, and sentences whose every tree needs one get the flat "
                           "fallback tree", UserWarning, stacklevel=3)
-        base = np.asarray(grammar.base, dtype=np.int64)
-        counted = base >= 0
-        for s, b in enumerate(base):
-            if b >= 0 and grammar.base_labels[b] in _ROOT_LABELS:
-                counted[s] = False
+        base, counted, deleted = _evalb_labels(grammar)
         self.grammar_ = grammar
         self.compiled_ = CompiledGrammar(len(grammar.symbols), grammar.binary, grammar.unary,
                                          grammar.roots, grammar.preterminals, base, K,
-                                         counted=counted)
+                                         counted=counted, deleted=deleted)
         self.max_unary_chain_ = K
         self.tagged_ = tagged
         gold = [self.compiled_.decompose(t, len(w)) for t, w in zip(itrees, words)]

@@ -18,7 +18,7 @@ from sklstruct.parsing import Tree, binarize, parseval, unbinarize
 from sklstruct.qp import WorkingSetQP
 from sklstruct._qp import block_smo as smo
 from sklstruct.parsing.base import _labelled_tree
-from sklstruct.parsing.model import FEATURE_SETS
+from sklstruct.parsing.model import FEATURE_SETS, tree_loss
 from sklstruct.parsing.spans import SPLIT_TEMPLATES, SpanFeatures, word_signature
 
 from _data import require_data
@@ -179,6 +179,87 @@ def test_top_root_bracket_is_not_counted():
     parser = F1MaxMarginParser(max_iter=1)
     assert check_f1_delta(parser, X, trees, 1, 4, uncounted=("TOP",)) == 24
     assert parser.fit(X, trees).predict(X[:1])[0].label == "TOP"
+
+
+PUNCT_TOY = [
+    "(S (NP (NP (DT the) (NN dog)) (, ,) (NP (NNP Rex)) (, ,)) (VP (VBZ barks) (PRT (RP up))) (. .))",
+    "(S (`` ``) (S (NP (PRP it)) (VP (VBZ rains))) (, ,) ('' '') (NP (PRP he)) (VP (VBD said)) (. .))",
+    "(S (NP (DT a) (NN cat)) (VP (VBZ sleeps) (ADVP (RB up)) (: --) (NP (DT the) (NN mat))) (. .))",
+    "(S (NP (NNP Mary)) (VP (VBD gave) (PRT (RP up)) (NP (DT the) (NN bone))) (. .))",
+    # punctuation inside lower constituents, ADVP over a particle
+    "(S (NP (PRP he)) (VP (VBD left) (ADVP (RP up)) (. .)))",
+    "(S (NP (NP (PRP it)) (, ,)) (VP (VBZ rains) (, ,) (. .)))",
+    "(S (S (NP (DT the) (NN dog) (. .))) (, ,) (VP (VBD said) (NP (PRP he) (. .))))",
+]
+
+
+def evalb_exact(gold, pred):
+    """Whether EVALB's bracket counting on (gold, pred) is a sum over the
+    predicted nodes (eqs. 8-9): no predicted bracket over punctuation only,
+    and no (span, label) the prediction has more often than a gold tree that
+    has it.  Then the training loss must equal 1 - EVALB F1."""
+    from sklstruct.parsing.evalb import _Sentence
+
+    g, p = _Sentence(gold), _Sentence(pred)
+    n_nodes = sum(1 for i, c in enumerate(pred.constituents())
+                  if not (i == 0 and c[0] in ("", "ROOT", "TOP")))
+    return (n_nodes == sum(p.brackets.values())
+            and all(n <= g.brackets[b] for b, n in p.brackets.items() if b in g.brackets))
+
+
+@pytest.mark.parametrize("options", [dict(horizontal=1, vertical=1), dict(horizontal=0, vertical=2)])
+def test_f1_training_loss_is_evalb(options):
+    """The "f1" loss of the loss-augmented kernel counts brackets as EVALB
+    (COLLINS.prm) does: spans over the words left after deleting
+    punctuation, ADVP = PRT, no root bracket; Delta = 1 - EVALB F1 of the
+    unbinarized prediction against the (preprocessed) gold tree, for random
+    weights with the gold tags fixed, whenever EVALB's count is a sum over
+    nodes (``evalb_exact``)."""
+    from sklstruct.parsing.evalb import bracket_counts
+
+    trees = [Tree.fromstring(s) for s in PUNCT_TOY + TOY]
+    parser = F1MaxMarginParser(max_iter=1, **options)
+    data = parser._prepare([t.pos() for t in trees], trees)
+    g = parser.compiled_
+    rng = np.random.default_rng(0)
+    checked = differs = 0
+    for i, (words, gold) in enumerate(zip(data["words"], data["gold"])):
+        own = g.pos_column[gold["pos"]]
+        lex = np.where(np.arange(len(g.preterminals))[None, :] == own[:, None], 0.0, -np.inf)
+        for _ in range(15):
+            res = g.decode(lex, rng.normal(size=len(g.binary)),
+                           g.chain_weights(rng.normal(size=len(g.unary))),
+                           rng.normal(size=len(g.roots)), loss="f1", gold=gold,
+                           const=float(rng.uniform(1, 6)), prune=False)
+            pred = unbinarize(_labelled_tree(res["tree"], parser.grammar_.symbols, words))
+            assert res["delta"] == pytest.approx(
+                tree_loss(g, gold, {"nodes": res["nodes"]}, "f1"))
+            if not evalb_exact(data["trees"][i], pred):
+                continue
+            m, n_gold, n_pred = bracket_counts(data["trees"][i], pred)
+            evalb = 2 * m / (n_gold + n_pred)
+            assert res["delta"] == pytest.approx(1 - evalb)
+            checked += 1
+            # the raw spans (over all tokens, PRT != ADVP) would often count otherwise
+            gc, pc = Counter(data["trees"][i].constituents()), Counter(pred.constituents())
+            raw = 1 - 2 * sum((gc & pc).values()) / (sum(gc.values()) + sum(pc.values()))
+            differs += abs(raw - res["delta"]) > 1e-9
+    assert checked >= 120 and differs >= 5
+
+
+def test_punctuation_attachment_costs_nothing_in_the_f1_loss():
+    """Moving the final period into the VP changes no EVALB bracket: its
+    "f1" loss is 0 (it was 2/3 over raw spans), while F1 (bin.) still
+    counts it."""
+    gold_t = Tree.fromstring("(S (NP (NNP Mary)) (VP (VBZ sleeps)) (. .))")
+    pred_t = Tree.fromstring("(S (NP (NNP Mary)) (VP (VBZ sleeps) (. .)))")
+    parser = F1MaxMarginParser(max_iter=1, horizontal=0)
+    data = parser._prepare([t.pos() for t in (gold_t, pred_t)], [gold_t, pred_t])
+    g = parser.compiled_
+    gold, pred = data["gold"]
+    assert tree_loss(g, gold, pred, "f1") == 0.0
+    assert tree_loss(g, gold, pred, "f1_binarized") > 0.0
+    assert parseval([gold_t], [pred_t])["f1"] == 1.0
 
 
 # -- training ------------------------------------------------------------------------
