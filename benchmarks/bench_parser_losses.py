@@ -55,7 +55,7 @@ def load(data_home, max_len):
 
 def fit_score(feat, loss, C, train, evaluate, args):
     est = F1MaxMarginParser(C=C, loss=loss, features=FEATURES[feat], fixed_tags=True,
-                            max_iter=args.max_iter, n_jobs=args.n_jobs)
+                            max_iter=args.max_iter, tol=args.tol, n_jobs=args.n_jobs)
     tic = time.perf_counter()
     est.fit([t.pos() for t in train], train)
     fit_s = time.perf_counter() - tic
@@ -77,6 +77,7 @@ def main():
     ap.add_argument("--losses", nargs="+", default=["zero_one", "f1_binarized", "f1"],
                     choices=list(LOSSES))
     ap.add_argument("--C", type=float, nargs="+", default=[1.0, 10.0, 100.0, 1000.0])
+    ap.add_argument("--tol", type=float, default=0.01)
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--tag", default="", help="a label of the code version, kept in the cache key")
     ap.add_argument("--cache", default=str(HERE / "results" / "parser_losses.json"))
@@ -90,6 +91,8 @@ def main():
 
     def get(feat, loss, C, split):
         key = f"{args.tag}|{args.max_len}|{feat}|{loss}|{C:g}|{split}"
+        if args.tol != 0.01:
+            key += f"|tol={args.tol:g}"
         if key not in cache:
             if args.table_only:
                 return None
@@ -125,7 +128,7 @@ def main():
         f"dev split of the training files (fit on files 1-139, {len(data['inner'])} sentences; "
         f"EVALB F1 on files 140-159, {len(data['dev'])} sentences) among "
         f"{', '.join(f'{c:g}' for c in args.C)}, then refitted on all training files.  "
-        f"1-slack cutting planes, slack rescaling, tol 0.01, at most {args.max_iter} inference "
+        f"1-slack cutting planes, slack rescaling, tol {args.tol:g}, at most {args.max_iter} inference "
         f"passes, {args.n_jobs} thread(s); machine: {platform.machine()}, 2 cores shared with "
         "other jobs.  EVALB (COLLINS.prm) scores.",
         "",
