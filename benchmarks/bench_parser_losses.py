@@ -53,7 +53,26 @@ def load(data_home, max_len):
             for name, (lo, hi) in parts.items()}
 
 
+def raw_span_labels(grammar):
+    """The bracket counting of the "f1" loss before issue 31 (spans over all
+    tokens, ADVP != PRT): ``--raw-spans`` replaces
+    ``sklstruct.parsing.base._evalb_labels`` with this, to measure what the
+    EVALB counting changed."""
+    from sklstruct.parsing.base import _ROOT_LABELS
+
+    base = np.asarray(grammar.base, dtype=np.int64)
+    counted = base >= 0
+    for s, b in enumerate(base):
+        if b >= 0 and grammar.base_labels[b] in _ROOT_LABELS:
+            counted[s] = False
+    return base, counted, None
+
+
 def fit_score(feat, loss, C, train, evaluate, args):
+    if args.raw_spans:
+        import sklstruct.parsing.base
+
+        sklstruct.parsing.base._evalb_labels = raw_span_labels
     est = F1MaxMarginParser(C=C, loss=loss, features=FEATURES[feat], fixed_tags=True,
                             max_iter=args.max_iter, tol=args.tol, n_jobs=args.n_jobs)
     tic = time.perf_counter()
@@ -78,6 +97,8 @@ def main():
                     choices=list(LOSSES))
     ap.add_argument("--C", type=float, nargs="+", default=[1.0, 10.0, 100.0, 1000.0])
     ap.add_argument("--tol", type=float, default=0.01)
+    ap.add_argument("--raw-spans", action="store_true",
+                    help="train with the counting of the f1 loss before issue 31")
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--tag", default="", help="a label of the code version, kept in the cache key")
     ap.add_argument("--cache", default=str(HERE / "results" / "parser_losses.json"))
@@ -93,6 +114,8 @@ def main():
         key = f"{args.tag}|{args.max_len}|{feat}|{loss}|{C:g}|{split}"
         if args.tol != 0.01:
             key += f"|tol={args.tol:g}"
+        if args.raw_spans:
+            key += "|raw"
         if key not in cache:
             if args.table_only:
                 return None

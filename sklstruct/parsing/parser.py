@@ -85,7 +85,11 @@ class F1MaxMarginParser(JointFeatureMap, BaseParser):
         more closely: on the Penn Treebank sample (1,401 training sentences,
         default features, gold tags) dev F1 was 81.1 / 85.3 / 86.5 / 88.5 /
         88.7 at C = 1 / 3 / 10 / 30 / 100, and training took 68 / 85 / 131 /
-        160 / 237 s.
+        160 / 237 s.  Slack rescaling multiplies each sentence's hinge by
+        ``Delta``, about 0.05-0.3 for the F1 losses and 1 for ``"zero_one"``,
+        so the best C depends on the loss: choose it per loss (on the sample's
+        sentences of <= 15 tokens a dev split chose C = 100 for ``"f1"``, 1
+        to 100 for ``"zero_one"``; ``benchmarks/results/parser_losses.md``).
     loss : {"f1", "f1_binarized", "fp", "zero_one"}, default="f1"
         ``Delta`` of eq. 2 (rows of Table 1):
 
