@@ -54,10 +54,9 @@ def load(data_home, max_len):
 
 
 def raw_span_labels(grammar):
-    """The bracket counting of the "f1" loss before issue 31 (spans over all
-    tokens, ADVP != PRT): ``--raw-spans`` replaces
-    ``sklstruct.parsing.base._evalb_labels`` with this, to measure what the
-    EVALB counting changed."""
+    """The bracket labels of the "f1" loss before issue 31 (ADVP != PRT):
+    ``--raw-spans`` replaces ``sklstruct.parsing.base._evalb_labels`` with
+    this, to measure what the change did."""
     from sklstruct.parsing.base import _ROOT_LABELS
 
     base = np.asarray(grammar.base, dtype=np.int64)
@@ -65,7 +64,7 @@ def raw_span_labels(grammar):
     for s, b in enumerate(base):
         if b >= 0 and grammar.base_labels[b] in _ROOT_LABELS:
             counted[s] = False
-    return base, counted, None
+    return base, counted
 
 
 def fit_score(feat, loss, C, train, evaluate, args):
@@ -96,9 +95,12 @@ def main():
     ap.add_argument("--losses", nargs="+", default=["zero_one", "f1_binarized", "f1"],
                     choices=list(LOSSES))
     ap.add_argument("--C", type=float, nargs="+", default=[1.0, 10.0, 100.0, 1000.0])
+    ap.add_argument("--n-train", type=int, default=None,
+                    help="train the test fits on the first N training sentences (a learning "
+                    "curve point; with one C)")
     ap.add_argument("--tol", type=float, default=0.01)
     ap.add_argument("--raw-spans", action="store_true",
-                    help="train with the counting of the f1 loss before issue 31")
+                    help="train with the labels of the f1 loss before issue 31 (ADVP != PRT)")
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--tag", default="", help="a label of the code version, kept in the cache key")
     ap.add_argument("--cache", default=str(HERE / "results" / "parser_losses.json"))
@@ -116,11 +118,13 @@ def main():
             key += f"|tol={args.tol:g}"
         if args.raw_spans:
             key += "|raw"
+        if args.n_train is not None:
+            key += f"|n={args.n_train}"
         if key not in cache:
             if args.table_only:
                 return None
-            train, ev = (data["inner"], data["dev"]) if split == "dev" else (data["train"],
-                                                                              data["test"])
+            train, ev = (data["inner"], data["dev"]) if split == "dev" else (
+                data["train"][:args.n_train], data["test"])
             cache[key] = fit_score(feat, loss, C, train, ev, args)
             cache_path.write_text(json.dumps(cache))
             r = cache[key]

@@ -15,8 +15,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._publish import reads_model
 from .._validation import (InputTypeError, check_sentence, check_sentence_list, describe,
                            sentence_tags)
-from .binarize import base_label, binarize, unbinarize
-from .evalb import DELETE_LABELS, EQ_LABELS, parseval_f1
+from .binarize import binarize, unbinarize
+from .evalb import EQ_LABELS, parseval_f1
 from .model import CompiledGrammar
 from .grammar import Grammar
 from .tree import Tree, _check_tree, preprocess
@@ -114,11 +114,12 @@ def _labelled_tree(int_tree, symbols, words):
 
 
 def _evalb_labels(grammar):
-    """How EVALB (``COLLINS.prm``) counts the brackets of the grammar's
-    symbols: the base label of every symbol with labels EVALB takes as equal
-    merged (``EQ_LABEL ADVP PRT``), which symbols count (not a root labelled
-    TOP / ROOT / ""), and which preterminals' words EVALB deletes
-    (``DELETE_LABEL``: punctuation).  See :mod:`sklstruct.parsing.evalb`."""
+    """How the ``"f1"`` loss counts the brackets of the grammar's symbols, as
+    EVALB (``COLLINS.prm``) does: the base label of every symbol, with the
+    labels EVALB takes as equal merged (``EQ_LABEL ADVP PRT``), and which
+    symbols count (not a root labelled TOP / ROOT / "").  EVALB also leaves
+    punctuation out of spans; the loss does not (see
+    :class:`~sklstruct.parsing.F1MaxMarginParser`, Notes)."""
     base = np.asarray(grammar.base, dtype=np.int64).copy()
     labels = grammar.base_labels
     where = {b: k for k, b in enumerate(labels)}
@@ -131,10 +132,7 @@ def _evalb_labels(grammar):
     for s, b in enumerate(grammar.base):
         if b >= 0 and labels[b] in _ROOT_LABELS:
             counted[s] = False
-    deleted = np.zeros(len(grammar.symbols), dtype=bool)
-    for s in grammar.preterminals:
-        deleted[s] = base_label(grammar.symbols[s]) in DELETE_LABELS
-    return base, counted, deleted
+    return base, counted
 
 
 def _max_chain(int_trees):
@@ -238,11 +236,11 @@ class BaseParser(BaseEstimator):
                           f"training trees ({needed}): trees with longer chains cannot be "
                           "predicted, and sentences whose every tree needs one get the flat "
                           "fallback tree", UserWarning, stacklevel=3)
-        base, counted, deleted = _evalb_labels(grammar)
+        base, counted = _evalb_labels(grammar)
         self.grammar_ = grammar
         self.compiled_ = CompiledGrammar(len(grammar.symbols), grammar.binary, grammar.unary,
                                          grammar.roots, grammar.preterminals, base, K,
-                                         counted=counted, deleted=deleted)
+                                         counted=counted)
         self.max_unary_chain_ = K
         self.tagged_ = tagged
         gold = [self.compiled_.decompose(t, len(w)) for t, w in zip(itrees, words)]

@@ -99,15 +99,10 @@ class CompiledGrammar:
         Default: ``base >= 0``.
     max_chains : int, default=10**6
         Refuse grammars with more unary chains than this.
-    deleted : (n_symbols,) bool array, optional
-        Preterminals whose words EVALB deletes before it numbers the words
-        (``COLLINS.prm``'s ``DELETE_LABEL``: punctuation).  The ``"f1"``
-        loss then compares brackets by their span over the remaining words,
-        as EVALB does (see :meth:`gold_tables`).  Default: none.
     """
 
     def __init__(self, n_symbols, binary, unary, roots, preterminals, base, max_chain,
-                 counted=None, max_chains=10 ** 6, deleted=None):
+                 counted=None, max_chains=10 ** 6):
         S = int(n_symbols)
         if S < 1:
             raise ValueError("a grammar needs at least one symbol")
@@ -146,12 +141,6 @@ class CompiledGrammar:
         if self.counted.shape != (S,):
             raise ValueError("counted must have one entry per symbol")
         self.counted = self.counted & ~is_pre
-        self.deleted = (np.zeros(S, dtype=bool) if deleted is None
-                        else np.asarray(deleted, dtype=bool))
-        if self.deleted.shape != (S,):
-            raise ValueError("deleted must have one entry per symbol")
-        if (self.deleted & ~is_pre).any():
-            raise ValueError("deleted marks a symbol that is not a preterminal")
         self.pos_column = np.full(S, -1, dtype=np.int64)
         self.pos_column[pre] = np.arange(len(pre))
         self.root_column = np.full(S, -1, dtype=np.int64)
@@ -344,34 +333,10 @@ class CompiledGrammar:
         nodes = np.asarray(gold["nodes"], dtype=np.int64).reshape(-1, 3)
         k = key[nodes[:, 0]]
         keep = k >= 0
-        if loss == "f1":
-            # EVALB's spans: over the words left after deleting punctuation
-            # (the gold tree's tags decide which, as with fixed tags the
-            # prediction's do too); a bracket over deleted words only is not
-            # one.  Every raw span [i, j) is marked with the gold brackets of
-            # its EVALB span [c[i], c[j]).
-            c = self.word_index(gold["pos"], n)
-            m = int(c[-1]) + 1
-            ci, cj = c[nodes[:, 1]], c[nodes[:, 2]]
-            keep &= cj > ci
-            table_c = np.zeros((m * m, max(n_keys, 1)), dtype=np.uint8)
-            table_c[ci[keep] * m + cj[keep], k[keep]] = 1
-            table = np.ascontiguousarray(table_c[(c[:, None] * m + c[None, :]).ravel()])
-            return LossTables(LOSS_F1, key=key, gold=table, n_gold=int(keep.sum()))
         table = np.zeros((W * W, max(n_keys, 1)), dtype=np.uint8)
         table[nodes[keep, 1] * W + nodes[keep, 2], k[keep]] = 1
-        return LossTables(LOSS_F1 if loss == "f1_binarized" else LOSS_FP,
+        return LossTables(LOSS_F1 if loss in ("f1", "f1_binarized") else LOSS_FP,
                           key=key, gold=table, n_gold=int(keep.sum()))
-
-    def word_index(self, pos, n):
-        """EVALB's word numbering of ``n`` tokens whose preterminals are
-        ``pos``: ``c[t]`` (``t = 0 .. n``) is the number of tokens before
-        ``t`` that are not deleted (:attr:`deleted`), so that the span
-        ``[i, j)`` covers EVALB's words ``[c[i], c[j])`` (empty when it holds
-        deleted words only)."""
-        pos = np.asarray(pos, dtype=np.int64)
-        kept = ~self.deleted[np.maximum(pos, 0)] | (pos < 0)
-        return np.concatenate([[0], np.cumsum(kept[:n])]).astype(np.int64)
 
     def decode(self, lex_pos, w_binary, w_chain, w_root, loss=None, gold=None, const=0.0,
                span=None, split=None, prune=True):
@@ -689,18 +654,6 @@ def tree_loss(grammar, gold, pred, loss):
         # the preorder list of (symbol, start, end) determines the tree
         return 0.0 if list(gold["nodes"]) == list(pred["nodes"]) else 1.0
     key = grammar.key_f1 if loss == "f1" else grammar.key_bin
-    if loss == "f1":
-        # eqs. 8-9 with EVALB's spans (CompiledGrammar.gold_tables): a
-        # predicted bracket is a true positive when the gold tree has a
-        # bracket of its label over the same words, else a false positive
-        n = len(gold["pos"])
-        c = grammar.word_index(gold["pos"], n)
-        g = Counter((int(key[s]), int(c[i]), int(c[j])) for s, i, j in gold["nodes"]
-                    if key[s] >= 0 and c[j] > c[i])
-        p = [(int(key[s]), int(c[i]), int(c[j])) for s, i, j in pred["nodes"] if key[s] >= 0]
-        tp = sum(1 for b in p if b[2] > b[1] and b in g)
-        denom = sum(g.values()) + len(p)
-        return 0.0 if denom == 0 else 1.0 - 2.0 * tp / denom
     g = Counter((int(key[s]), i, j) for s, i, j in gold["nodes"] if key[s] >= 0)
     p = Counter((int(key[s]), i, j) for s, i, j in pred["nodes"] if key[s] >= 0)
     tp = sum((g & p).values())

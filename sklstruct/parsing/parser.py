@@ -94,13 +94,11 @@ class F1MaxMarginParser(JointFeatureMap, BaseParser):
         ``Delta`` of eq. 2 (rows of Table 1):
 
         * ``"f1"``: ``1 - F1`` with true/false positives counted on the
-          unbinarized tree (eqs. 4, 8-9) the way EVALB (``COLLINS.prm``)
-          scores it: artificial nodes ignored, labels compared without
-          annotation and with ADVP = PRT; preterminals are not counted, nor
-          a root labelled TOP/ROOT/""; a bracket's span is the range of the
-          words it covers after deleting punctuation (the gold tags decide
-          which words), so punctuation attached higher or lower costs
-          nothing; ``|y*|`` is the number of counted gold brackets;
+          unbinarized tree (eqs. 4, 8-9): artificial nodes ignored, labels
+          compared without annotation and as EVALB compares them (ADVP =
+          PRT); preterminals are not counted, nor a root labelled
+          TOP/ROOT/""; ``|y*|`` is the number of counted gold brackets (a
+          multiset); spans are over all tokens (see Notes);
         * ``"f1_binarized"``: ``1 - F1`` over all non-preterminal nodes of the
           binarized trees ("F1 (bin.)");
         * ``"fp"``: the number of false positives among those binarized
@@ -231,21 +229,20 @@ class F1MaxMarginParser(JointFeatureMap, BaseParser):
     features start the model at the PCFG instead, and the span features add
     what a treebank grammar cannot see.
 
-    The ``"f1"`` training loss counts brackets node by node, as eqs. 8-9
-    do, with EVALB's spans and labels (those of ``score`` and
-    :func:`~sklstruct.parsing.parseval`): a predicted node is a true
-    positive when the gold tree has a bracket of its label over the same
-    words.  It equals ``1 - `` EVALB's F1 except where EVALB's count is not
-    a sum over nodes: a predicted bracket over punctuation only (a false
-    positive here, not a bracket for EVALB), or two nested predicted
-    brackets of one label over the same words (``(NP (NP a b) ,)``) where
-    the gold tree has fewer (each a true positive here; EVALB matches them
-    as a multiset).  Counting spans over all tokens instead (before issue
-    31) charged every change of punctuation attachment that EVALB does not
-    see: on the sample (``features=("rules",)``, 150 training sentences,
-    the predicted and the loss-augmented trees of 196 sentences), 48 of 392
-    trees had a loss other than ``1 -`` EVALB F1 before, 9 of 392 (the
-    nested brackets above, mostly ``(S `` (S ...) . '')``) now.
+    The ``"f1"`` training loss counts brackets as eqs. 8-9 do, node by node,
+    with EVALB's labels (ADVP = PRT, no root bracket) but with spans over all
+    tokens, where ``score`` and :func:`~sklstruct.parsing.parseval` follow
+    EVALB's ``COLLINS.prm`` and leave punctuation out of spans: a prediction
+    that attaches a comma or the final period elsewhere is charged in
+    training and not in the score (on the sample, 48 of 392 trees met in
+    training had a loss other than ``1 -`` EVALB F1).  Counting EVALB's
+    spans node by node is not exact: two nested brackets of one label that
+    differ only by punctuation (``(S `` (S ...) . '')``) would both be true
+    positives against one gold bracket, ``F1 > 1`` and a negative
+    ``Delta`` (found by the brute-force test); doing it exactly needs a
+    kernel state for such chains.  With EVALB's spans counted node by node
+    the test F1 on the sample did not improve (issue 31,
+    ``benchmarks/results/parser_losses.md``).
 
     References
     ----------

@@ -39,11 +39,8 @@ def random_grammar(rng, max_chain=None):
     # must map every rule id (the gold tree's too) through that order
     binary = sorted(binary)
     binary = [binary[i] for i in rng.permutation(len(binary))]
-    # sometimes a POS tag whose words EVALB deletes (punctuation)
-    deleted = np.zeros(S, dtype=bool)
-    deleted[0] = P > 1 and rng.random() < 0.5
     return CompiledGrammar(S, binary, sorted(unary) or np.zeros((0, 2), int), roots,
-                           np.arange(P), base, K, deleted=deleted)
+                           np.arange(P), base, K)
 
 
 def random_weights(rng, g, n):
@@ -175,18 +172,6 @@ def brute_loss(g, gold, pred, loss):
     if loss == "zero_one":
         return 0.0 if brackets(gold, g.key_bin)[1] == brackets(pred, g.key_bin)[1] else 1.0
     key = g.key_f1 if loss == "f1" else g.key_bin
-    if loss == "f1":
-        # EVALB's spans: over the words whose gold tag is not deleted; a
-        # predicted bracket is a true positive when a gold bracket of its
-        # label covers the same words (eqs. 8-9, node by node)
-        order = brackets(gold, key)[1]
-        tags = sorted((i, sym) for sym, i, j in order if j == i + 1 and g.is_preterminal[sym])
-        c = np.concatenate([[0], np.cumsum([not g.deleted[t] for _, t in tags])])
-        gb = Counter((key[s], c[i], c[j]) for s, i, j in order if key[s] >= 0 and c[j] > c[i])
-        pn = [(key[s], c[i], c[j]) for s, i, j in brackets(pred, key)[1] if key[s] >= 0]
-        tp = sum(1 for b in pn if b[2] > b[1] and b in gb)
-        denom = sum(gb.values()) + len(pn)
-        return 0.0 if denom == 0 else 1.0 - 2.0 * tp / denom
     gb, pb = brackets(gold, key)[0], brackets(pred, key)[0]
     tp = sum((gb & pb).values())
     fp = sum(pb.values()) - tp
