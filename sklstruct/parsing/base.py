@@ -16,7 +16,7 @@ from .._publish import reads_model
 from .._validation import (InputTypeError, check_sentence, check_sentence_list, describe,
                            sentence_tags)
 from .binarize import binarize, unbinarize
-from .evalb import parseval_f1
+from .evalb import EQ_LABELS, parseval_f1
 from .model import CompiledGrammar
 from .grammar import Grammar
 from .tree import Tree, _check_tree, preprocess
@@ -111,6 +111,28 @@ def _labelled_tree(int_tree, symbols, words):
             parent.children.append(node)
             stack.extend((k, node) for k in reversed(kids))
     return top.children[0]
+
+
+def _evalb_labels(grammar):
+    """How the ``"f1"`` loss counts the brackets of the grammar's symbols, as
+    EVALB (``COLLINS.prm``) does: the base label of every symbol, with the
+    labels EVALB takes as equal merged (``EQ_LABEL ADVP PRT``), and which
+    symbols count (not a root labelled TOP / ROOT / "").  EVALB also leaves
+    punctuation out of spans; the loss does not (see
+    :class:`~sklstruct.parsing.F1MaxMarginParser`, Notes)."""
+    base = np.asarray(grammar.base, dtype=np.int64).copy()
+    labels = grammar.base_labels
+    where = {b: k for k, b in enumerate(labels)}
+    merged = {k: where[EQ_LABELS[b]] for k, b in enumerate(labels)
+              if b in EQ_LABELS and EQ_LABELS[b] in where}
+    for s, b in enumerate(base):
+        if b in merged:
+            base[s] = merged[b]
+    counted = base >= 0
+    for s, b in enumerate(grammar.base):
+        if b >= 0 and labels[b] in _ROOT_LABELS:
+            counted[s] = False
+    return base, counted
 
 
 def _max_chain(int_trees):
@@ -214,11 +236,7 @@ class BaseParser(BaseEstimator):
                           f"training trees ({needed}): trees with longer chains cannot be "
                           "predicted, and sentences whose every tree needs one get the flat "
                           "fallback tree", UserWarning, stacklevel=3)
-        base = np.asarray(grammar.base, dtype=np.int64)
-        counted = base >= 0
-        for s, b in enumerate(base):
-            if b >= 0 and grammar.base_labels[b] in _ROOT_LABELS:
-                counted[s] = False
+        base, counted = _evalb_labels(grammar)
         self.grammar_ = grammar
         self.compiled_ = CompiledGrammar(len(grammar.symbols), grammar.binary, grammar.unary,
                                          grammar.roots, grammar.preterminals, base, K,

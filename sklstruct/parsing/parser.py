@@ -87,14 +87,20 @@ class F1MaxMarginParser(JointFeatureMap, BaseParser):
         88.7 at C = 1 / 3 / 10 / 30 / 100, and training took 68 / 85 / 131 /
         160 / 237 s.  So the default is below the dev choice; it is the C of
         README's measured rows (``benchmarks/results/parser_features.md``).
+        Slack rescaling multiplies each sentence's hinge by ``Delta``, about
+        0.05-0.3 for the F1 losses and 1 for ``"zero_one"``, so the best C
+        depends on the loss: choose it per loss (on the sample's sentences
+        of <= 15 tokens a dev split chose C = 100 for ``"f1"``, 1 to 100 for
+        ``"zero_one"``; ``benchmarks/results/parser_losses.md``).
     loss : {"f1", "f1_binarized", "fp", "zero_one"}, default="f1"
         ``Delta`` of eq. 2 (rows of Table 1):
 
         * ``"f1"``: ``1 - F1`` with true/false positives counted on the
           unbinarized tree (eqs. 4, 8-9): artificial nodes ignored, labels
-          compared without annotation; preterminals are not counted, nor a
-          root labelled TOP/ROOT/""; ``|y*|`` is the number of counted gold
-          brackets (a multiset);
+          compared without annotation and as EVALB compares them (ADVP =
+          PRT); preterminals are not counted, nor a root labelled
+          TOP/ROOT/""; ``|y*|`` is the number of counted gold brackets (a
+          multiset); spans are over all tokens (see Notes);
         * ``"f1_binarized"``: ``1 - F1`` over all non-preterminal nodes of the
           binarized trees ("F1 (bin.)");
         * ``"fp"``: the number of false positives among those binarized
@@ -233,11 +239,20 @@ class F1MaxMarginParser(JointFeatureMap, BaseParser):
     features start the model at the PCFG instead, and the span features add
     what a treebank grammar cannot see.
 
-    The ``"f1"`` training loss counts brackets as eqs. 8-9 do: every counted
-    node of the unbinarized tree, with its span over all tokens and its label
-    as it is; ``score`` and :func:`~sklstruct.parsing.parseval` follow EVALB's
-    ``COLLINS.prm`` (punctuation left out of spans, ADVP and PRT alike), so
-    the two can differ slightly on the same pair of trees.
+    The ``"f1"`` training loss counts brackets as eqs. 8-9 do, node by node,
+    with EVALB's labels (ADVP = PRT, no root bracket) but with spans over all
+    tokens, where ``score`` and :func:`~sklstruct.parsing.parseval` follow
+    EVALB's ``COLLINS.prm`` and leave punctuation out of spans: a prediction
+    that attaches a comma or the final period elsewhere is charged in
+    training and not in the score (on the sample, 48 of 392 trees met in
+    training had a loss other than ``1 -`` EVALB F1).  Counting EVALB's
+    spans node by node is not exact: two nested brackets of one label that
+    differ only by punctuation (``(S `` (S ...) . '')``) would both be true
+    positives against one gold bracket, ``F1 > 1`` and a negative
+    ``Delta`` (found by the brute-force test); doing it exactly needs a
+    kernel state for such chains.  With EVALB's spans counted node by node
+    the test F1 on the sample did not improve (issue 31,
+    ``benchmarks/results/parser_losses.md``).
 
     References
     ----------

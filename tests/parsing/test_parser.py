@@ -18,7 +18,7 @@ from sklstruct.parsing import Tree, binarize, parseval, unbinarize
 from sklstruct.qp import WorkingSetQP
 from sklstruct._qp import block_smo as smo
 from sklstruct.parsing.base import _labelled_tree
-from sklstruct.parsing.model import FEATURE_SETS
+from sklstruct.parsing.model import FEATURE_SETS, tree_loss
 from sklstruct.parsing.spans import SPLIT_TEMPLATES, SpanFeatures, word_signature
 
 from _data import require_data
@@ -179,6 +179,79 @@ def test_top_root_bracket_is_not_counted():
     parser = F1MaxMarginParser(max_iter=1)
     assert check_f1_delta(parser, X, trees, 1, 4, uncounted=("TOP",)) == 24
     assert parser.fit(X, trees).predict(X[:1])[0].label == "TOP"
+
+
+PUNCT_TOY = [
+    "(S (NP (NP (DT the) (NN dog)) (, ,) (NP (NNP Rex)) (, ,)) (VP (VBZ barks) (PRT (RP up))) (. .))",
+    "(S (`` ``) (S (NP (PRP it)) (VP (VBZ rains))) (, ,) ('' '') (NP (PRP he)) (VP (VBD said)) (. .))",
+    "(S (NP (DT a) (NN cat)) (VP (VBZ sleeps) (ADVP (RB up)) (: --) (NP (DT the) (NN mat))) (. .))",
+    "(S (NP (NNP Mary)) (VP (VBD gave) (PRT (RP up)) (NP (DT the) (NN bone))) (. .))",
+    # punctuation inside lower constituents, ADVP over a particle
+    "(S (NP (PRP he)) (VP (VBD left) (ADVP (RP up)) (. .)))",
+    "(S (NP (NP (PRP it)) (, ,)) (VP (VBZ rains) (, ,) (. .)))",
+    "(S (S (NP (DT the) (NN dog) (. .))) (, ,) (VP (VBD said) (NP (PRP he) (. .))))",
+]
+
+
+def evalb_label_f1(gold, pred):
+    """1 - F1 over brackets with spans over all tokens and EVALB's labels
+    (ADVP = PRT; the root bracket labelled "", ROOT or TOP not counted)."""
+    def brackets(t):
+        out = Counter()
+        for k, (label, i, j) in enumerate(t.constituents()):
+            if not (k == 0 and label in ("", "ROOT", "TOP")):
+                out[{"PRT": "ADVP"}.get(label, label), i, j] += 1
+        return out
+
+    g, p = brackets(gold), brackets(pred)
+    return 1 - 2 * sum((g & p).values()) / (sum(g.values()) + sum(p.values()))
+
+
+@pytest.mark.parametrize("options", [dict(horizontal=1, vertical=1), dict(horizontal=0, vertical=2)])
+def test_f1_training_loss_counts_labels_as_evalb(options):
+    """The "f1" loss of the loss-augmented kernel compares labels as EVALB
+    (COLLINS.prm) does, ADVP = PRT and no root bracket: Delta = 1 - F1 of
+    the unbinarized prediction against the (preprocessed) gold tree, for
+    random weights with the gold tags fixed; it equals 1 - EVALB F1 except
+    where punctuation is attached elsewhere (EVALB leaves it out of spans)."""
+    from sklstruct.parsing.evalb import bracket_counts
+
+    trees = [Tree.fromstring(s) for s in PUNCT_TOY + TOY]
+    parser = F1MaxMarginParser(max_iter=1, **options)
+    data = parser._prepare([t.pos() for t in trees], trees)
+    g = parser.compiled_
+    rng = np.random.default_rng(0)
+    checked = as_evalb = 0
+    for i, (words, gold) in enumerate(zip(data["words"], data["gold"])):
+        own = g.pos_column[gold["pos"]]
+        lex = np.where(np.arange(len(g.preterminals))[None, :] == own[:, None], 0.0, -np.inf)
+        for _ in range(15):
+            res = g.decode(lex, rng.normal(size=len(g.binary)),
+                           g.chain_weights(rng.normal(size=len(g.unary))),
+                           rng.normal(size=len(g.roots)), loss="f1", gold=gold,
+                           const=float(rng.uniform(1, 6)), prune=False)
+            pred = unbinarize(_labelled_tree(res["tree"], parser.grammar_.symbols, words))
+            assert res["delta"] == pytest.approx(evalb_label_f1(data["trees"][i], pred))
+            assert res["delta"] == pytest.approx(
+                tree_loss(g, gold, {"nodes": res["nodes"]}, "f1"))
+            m, n_gold, n_pred = bracket_counts(data["trees"][i], pred)
+            as_evalb += res["delta"] == pytest.approx(1 - 2 * m / (n_gold + n_pred))
+            checked += 1
+    assert as_evalb >= checked // 2
+
+
+def test_advp_and_prt_are_one_label_in_the_f1_loss():
+    """A particle bracketed ADVP where the gold tree says PRT costs nothing
+    in the "f1" loss, as in EVALB, while F1 (bin.) counts it."""
+    gold_t = Tree.fromstring("(S (NP (NNP Mary)) (VP (VBD gave) (PRT (RP up))))")
+    pred_t = Tree.fromstring("(S (NP (NNP Mary)) (VP (VBD gave) (ADVP (RP up))))")
+    parser = F1MaxMarginParser(max_iter=1, horizontal=0)
+    data = parser._prepare([t.pos() for t in (gold_t, pred_t)], [gold_t, pred_t])
+    g = parser.compiled_
+    gold, pred = data["gold"]
+    assert tree_loss(g, gold, pred, "f1") == 0.0
+    assert tree_loss(g, gold, pred, "f1_binarized") > 0.0
+    assert parseval([gold_t], [pred_t])["f1"] == 1.0
 
 
 # -- training ------------------------------------------------------------------------
