@@ -111,12 +111,42 @@ cdef inline double _count(const Tilt* k, Py_ssize_t r, Py_ssize_t b) noexcept no
     return 0.0
 
 
-cdef void _tilted(const Corpus* c, const int* y, const double* W, const double* P,
-                  Py_ssize_t L, const Tilt* k, Py_ssize_t s, double* E, double* eP,
-                  double pmax, double* la, double* m1, double* m2, double* nla,
-                  double* nm1, double* nm2, double* v, double* out) noexcept nogil:
+cdef struct TiltWork:
+    # what :c:func:`_tilted` and :c:func:`_tilted_scaled` read for every
+    # sentence: the corpus, gold labels, weights (P already tilted), the
+    # feature's tilt, and scratch (E: max_T x L emissions; eP = exp(P[:L, :L] -
+    # pmax); buf: 7 L doubles)
+    const Corpus* c
+    const int* y
+    const double* W
+    const double* P
+    Py_ssize_t L
+    const Tilt* k
+    double* E
+    double* eP
+    double pmax
+    double* buf
+
+
+cdef void _tilted(const TiltWork* tw, Py_ssize_t s, double* out) noexcept nogil:
     """One sentence: out = (l, dl/ddelta, d2l/ddelta2) with P already tilted
     (eP = exp(P[:L, :L] - pmax) of the tilted transitions)."""
+    cdef const Corpus* c = tw.c
+    cdef const int* y = tw.y
+    cdef const double* W = tw.W
+    cdef const double* P = tw.P
+    cdef Py_ssize_t L = tw.L
+    cdef const Tilt* k = tw.k
+    cdef double* E = tw.E
+    cdef double* eP = tw.eP
+    cdef double pmax = tw.pmax
+    cdef double* la = tw.buf
+    cdef double* m1 = tw.buf + L
+    cdef double* m2 = tw.buf + 2 * L
+    cdef double* nla = tw.buf + 3 * L
+    cdef double* nm1 = tw.buf + 4 * L
+    cdef double* nm2 = tw.buf + 5 * L
+    cdef double* v = tw.buf + 6 * L
     cdef Py_ssize_t row0 = c.offsets[s], T = c.offsets[s + 1] - row0, t, a, b, r
     cdef double amax, z, w_, kab, M1, M2, cnt, gold, fg, lz, mx, tot, e1, e2
     compute_emission(c.indptr, c.indices, c.data, row0, T, W, L, E)
@@ -221,14 +251,27 @@ cdef void _tilted(const Corpus* c, const int* y, const double* W, const double* 
         out[2] = 0.0
 
 
-cdef bint _tilted_scaled(const Corpus* c, const int* y, const double* W, const double* P,
-                         Py_ssize_t L, const Tilt* k, Py_ssize_t s, double* E, double* eP,
-                         double pmax, double* al, double* m1, double* m2, double* nal,
-                         double* nm1, double* nm2, double* v, double* out) noexcept nogil:
+cdef bint _tilted_scaled(const TiltWork* tw, Py_ssize_t s, double* out) noexcept nogil:
     """:c:func:`_tilted` in scaled probability space: alpha normalised at
     every position (one logarithm per position instead of L); False, with
     nothing written, where a normaliser underflows (the caller then runs the
     log-space version)."""
+    cdef const Corpus* c = tw.c
+    cdef const int* y = tw.y
+    cdef const double* W = tw.W
+    cdef const double* P = tw.P
+    cdef Py_ssize_t L = tw.L
+    cdef const Tilt* k = tw.k
+    cdef double* E = tw.E
+    cdef double* eP = tw.eP
+    cdef double pmax = tw.pmax
+    cdef double* al = tw.buf
+    cdef double* m1 = tw.buf + L
+    cdef double* m2 = tw.buf + 2 * L
+    cdef double* nal = tw.buf + 3 * L
+    cdef double* nm1 = tw.buf + 4 * L
+    cdef double* nm2 = tw.buf + 5 * L
+    cdef double* v = tw.buf + 6 * L
     cdef Py_ssize_t row0 = c.offsets[s], T = c.offsets[s + 1] - row0, t, a, b, r
     cdef double z, w_, kab, M1, M2, cnt, gold, fg, mx, tot, e1, e2, emax, lz = 0.0
     compute_emission(c.indptr, c.indices, c.data, row0, T, W, L, E)
@@ -346,6 +389,7 @@ def tilted_moments(ChainData data, const int[::1] y, const double[::1] W,
     if max_T == 0:
         return
     cdef Tilt k
+    cdef TiltWork tw
     k.coef = &coef[0] if coef.shape[0] else NULL
     k.label, k.prow, k.pcol, k.delta = label, prow, pcol, delta
     cdef double* Pt = <double*>malloc((L + 2) * L * sizeof(double))
@@ -370,14 +414,11 @@ def tilted_moments(ChainData data, const int[::1] y, const double[::1] W,
                 pmax = Pt[a]
         for a in range(L * L):
             eP[a] = exp(Pt[a] - pmax)
+        tw.c, tw.y, tw.W, tw.P, tw.L, tw.k = c, &y[0], &W[0] if W.shape[0] else NULL, Pt, L, &k
+        tw.E, tw.eP, tw.pmax, tw.buf = E, eP, pmax, buf
         for i in range(n):
-            if not _tilted_scaled(c, &y[0], &W[0] if W.shape[0] else NULL, Pt, L, &k,
-                                  sentences[i], E, eP, pmax, buf, buf + L, buf + 2 * L,
-                                  buf + 3 * L, buf + 4 * L, buf + 5 * L, buf + 6 * L,
-                                  &out[i, 0]):
-                _tilted(c, &y[0], &W[0] if W.shape[0] else NULL, Pt, L, &k, sentences[i], E,
-                        eP, pmax, buf, buf + L, buf + 2 * L, buf + 3 * L, buf + 4 * L,
-                        buf + 5 * L, buf + 6 * L, &out[i, 0])
+            if not _tilted_scaled(&tw, sentences[i], &out[i, 0]):
+                _tilted(&tw, sentences[i], &out[i, 0])
     free(Pt)
     free(eP)
     free(E)

@@ -110,11 +110,11 @@ class F1MaxMarginParser(JointFeatureMap, BaseParser):
 
         The default is the paper's recommendation (Table 1); with the
         default features and C = 10 the benchmarks do not bear it out (F1
-        87.19, F1 (bin.) 87.01, 0/1 87.22, #FP 88.31 on 88 test sentences;
+        87.09, F1 (bin.) 87.01, 0/1 87.22, #FP 88.31 on 88 test sentences;
         ``parser_features.md``).
     features : str or tuple of str, default=("rules", "pcfg", "spans")
         Parts of the joint feature map (see above); ``("rules",)`` is the
-        model of the paper's Table 1.  The default scores 87.19 EVALB F1
+        model of the paper's Table 1.  The default scores 87.09 EVALB F1
         against 77.99 for ``("rules",)`` (F1 loss, C = 10, gold tags;
         ``parser_features.md``).
     factor : {"right", "left"}, default="right"

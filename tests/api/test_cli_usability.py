@@ -252,7 +252,7 @@ def test_warnings_are_one_line(files, capsys):
 
 # -- start-up --------------------------------------------------------------------------------
 
-def test_help_imports_no_learner_nor_sklearn():
+def test_help_imports_no_learner_nor_sklearn(tmp_path):
     """``sklstruct --help`` (and ``-m sklstruct``) imports neither
     scikit-learn nor SciPy nor the learners: the commands import them."""
     code = ("import runpy, sys\n"
@@ -264,10 +264,11 @@ def test_help_imports_no_learner_nor_sklearn():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sklearn', 'scipy') "
             "or m.startswith(('sklstruct.learners', 'sklstruct._registry', 'sklstruct._chain', "
             "'sklstruct.features'))))\n")
+    # (run outside the checkout: from its root, its unbuilt sklstruct/ would be imported)
+    path = os.pathsep.join([os.path.dirname(os.path.dirname(cli.__file__))]
+                           + os.environ.get("PYTHONPATH", "").split(os.pathsep))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                                [os.path.dirname(os.path.dirname(cli.__file__))]
-                                + os.environ.get("PYTHONPATH", "").split(os.pathsep))})
+                            timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": path})
     assert result.returncode == 0, result.stderr
     assert "train-parser" in result.stdout
     assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout

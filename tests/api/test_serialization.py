@@ -240,8 +240,9 @@ def test_a_compat_model_loads_in_a_process_that_never_imported_compat(tmp_path):
             f"model = load_model({path!r}); "
             "assert 'sklstruct.compat' in sys.modules; "
             "print(model.predict_single([{'w': 'a'}, {'w': 'b'}]))")
+    # (run outside the checkout: from its root, its unbuilt sklstruct/ would be imported)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=300)
+                            timeout=300, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "['A', 'B']"
 

@@ -443,7 +443,8 @@ def test_spacy_finds_the_factories_through_the_entry_points_alone(tmp_path):
     imported = Path(sklstruct.__file__).resolve().parents[1]    # the sklstruct these tests run
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(imported)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    # (run outside the checkout: from its root, its unbuilt sklstruct/ would be imported)
     result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "['sklstruct_ner', 'sklstruct_tagger']" in result.stdout
