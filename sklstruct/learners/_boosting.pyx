@@ -128,6 +128,33 @@ cdef struct TiltWork:
     double* buf
 
 
+cdef inline double _moments_into(const double* v, const double* eP, const double* m1,
+                                 const double* m2, Py_ssize_t L, const Tilt* k, Py_ssize_t b,
+                                 double* M) noexcept nogil:
+    """One forward step's sums into label b: returns z = sum_a v[a] eP[a, b]
+    and sets M[0], M[1] to the weighted first and second moments of the
+    count (a tilted transition a -> b adds one to it)."""
+    cdef Py_ssize_t a
+    cdef double w_, kab, z = 0.0, M1 = 0.0, M2 = 0.0
+    if k.prow < 0 or k.prow >= L:
+        # no transition tilted: the moments just flow along
+        for a in range(L):
+            w_ = v[a] * eP[a * L + b]
+            z += w_
+            M1 += w_ * m1[a]
+            M2 += w_ * m2[a]
+    else:
+        for a in range(L):
+            w_ = v[a] * eP[a * L + b]
+            kab = 1.0 if (k.prow == a and k.pcol == b) else 0.0
+            z += w_
+            M1 += w_ * (m1[a] + kab)
+            M2 += w_ * (m2[a] + 2.0 * kab * m1[a] + kab)
+    M[0] = M1
+    M[1] = M2
+    return z
+
+
 cdef void _tilted(const TiltWork* tw, Py_ssize_t s, double* out) noexcept nogil:
     """One sentence: out = (l, dl/ddelta, d2l/ddelta2) with P already tilted
     (eP = exp(P[:L, :L] - pmax) of the tilted transitions)."""
@@ -147,6 +174,7 @@ cdef void _tilted(const TiltWork* tw, Py_ssize_t s, double* out) noexcept nogil:
     cdef double* nm1 = tw.buf + 4 * L
     cdef double* nm2 = tw.buf + 5 * L
     cdef double* v = tw.buf + 6 * L
+    cdef double Msum[2]
     cdef Py_ssize_t row0 = c.offsets[s], T = c.offsets[s + 1] - row0, t, a, b, r
     cdef double amax, z, w_, kab, M1, M2, cnt, gold, fg, lz, mx, tot, e1, e2
     compute_emission(c.indptr, c.indices, c.data, row0, T, W, L, E)
@@ -170,23 +198,9 @@ cdef void _tilted(const TiltWork* tw, Py_ssize_t s, double* out) noexcept nogil:
         for a in range(L):
             v[a] = exp(la[a] - amax)
         for b in range(L):
-            z = 0.0
-            M1 = 0.0
-            M2 = 0.0
-            if k.prow < 0 or k.prow >= L:
-                # no transition tilted: the moments just flow along
-                for a in range(L):
-                    w_ = v[a] * eP[a * L + b]
-                    z += w_
-                    M1 += w_ * m1[a]
-                    M2 += w_ * m2[a]
-            else:
-                for a in range(L):
-                    w_ = v[a] * eP[a * L + b]
-                    kab = 1.0 if (k.prow == a and k.pcol == b) else 0.0
-                    z += w_
-                    M1 += w_ * (m1[a] + kab)
-                    M2 += w_ * (m2[a] + 2.0 * kab * m1[a] + kab)
+            z = _moments_into(v, eP, m1, m2, L, k, b, Msum)
+            M1 = Msum[0]
+            M2 = Msum[1]
             if z < TINY:
                 # the scaled products underflow: the exact log-sum-exp
                 mx = -INFINITY
@@ -272,6 +286,7 @@ cdef bint _tilted_scaled(const TiltWork* tw, Py_ssize_t s, double* out) noexcept
     cdef double* nm1 = tw.buf + 4 * L
     cdef double* nm2 = tw.buf + 5 * L
     cdef double* v = tw.buf + 6 * L
+    cdef double Msum[2]
     cdef Py_ssize_t row0 = c.offsets[s], T = c.offsets[s + 1] - row0, t, a, b, r
     cdef double z, w_, kab, M1, M2, cnt, gold, fg, mx, tot, e1, e2, emax, lz = 0.0
     compute_emission(c.indptr, c.indices, c.data, row0, T, W, L, E)
@@ -302,22 +317,9 @@ cdef bint _tilted_scaled(const TiltWork* tw, Py_ssize_t s, double* out) noexcept
                 emax = E[t * L + b]
         tot = 0.0
         for b in range(L):
-            z = 0.0
-            M1 = 0.0
-            M2 = 0.0
-            if k.prow < 0 or k.prow >= L:
-                for a in range(L):
-                    w_ = al[a] * eP[a * L + b]
-                    z += w_
-                    M1 += w_ * m1[a]
-                    M2 += w_ * m2[a]
-            else:
-                for a in range(L):
-                    w_ = al[a] * eP[a * L + b]
-                    kab = 1.0 if (k.prow == a and k.pcol == b) else 0.0
-                    z += w_
-                    M1 += w_ * (m1[a] + kab)
-                    M2 += w_ * (m2[a] + 2.0 * kab * m1[a] + kab)
+            z = _moments_into(al, eP, m1, m2, L, k, b, Msum)
+            M1 = Msum[0]
+            M2 = Msum[1]
             if z > 0.0:
                 M1 /= z
                 M2 /= z
