@@ -13,6 +13,9 @@
 cdef void compute_emission(const long long* indptr, const int* indices, const double* data,
                            Py_ssize_t row0, Py_ssize_t T, const double* W, Py_ssize_t L,
                            double* E) noexcept nogil
+cdef void compute_emission_f32(const long long* indptr, const int* indices, const double* data,
+                               Py_ssize_t row0, Py_ssize_t T, const float* W, Py_ssize_t L,
+                               double* E) noexcept nogil
 
 cdef void add_hamming(double* E, Py_ssize_t T, Py_ssize_t L, const int* gold,
                       double cost) noexcept nogil

@@ -55,6 +55,13 @@ cdef void compute_emission(const long long* indptr, const int* indices, const do
     _emission(indptr, indices, data, row0, T, W, L, E)
 
 
+cdef void compute_emission_f32(const long long* indptr, const int* indices, const double* data,
+                               Py_ssize_t row0, Py_ssize_t T, const float* W, Py_ssize_t L,
+                               double* E) noexcept nogil:
+    """:c:func:`compute_emission` for weights stored in float32 (summed in float64)."""
+    _emission_f32(indptr, indices, data, row0, T, W, L, E)
+
+
 cdef void add_hamming(double* E, Py_ssize_t T, Py_ssize_t L, const int* gold,
                       double cost) noexcept nogil:
     """Add ``cost`` to every wrong label of every token (Hamming loss augmentation)."""
@@ -827,7 +834,8 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
             if floating is double:
                 compute_emission(&indptr[0], &indices[0], &data[0], row0, T, &W[0, 0], L, E)
             else:
-                _emission_f32(&indptr[0], &indices[0], &data[0], row0, T, &W[0, 0], L, E)
+                compute_emission_f32(&indptr[0], &indices[0], &data[0], row0, T, &W[0, 0], L,
+                                     E)
             if restricted:
                 best = viterbi_allowed(E, T, L, &P[0, 0], &aptr[row0], &alab[0], delta,
                                        &ov[row0])

@@ -14,87 +14,119 @@ from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.ref cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 
-def read_column(list flat, int mode, Py_ssize_t seq_key, object dict_key, object getter):
-    """Codes and distinct values of one column over the tokens ``flat``.
+cdef inline Py_ssize_t _intern(dict index, list uniques, object v):
+    """The code of the value ``v`` in ``index`` (added, as the next code and
+    at the end of ``uniques``, when new)."""
+    cdef PyObject* p = PyDict_GetItem(index, v)
+    if p != NULL:
+        return <Py_ssize_t><object>p
+    k = len(uniques)
+    PyDict_SetItem(index, v, k)
+    uniques.append(v)
+    return k
 
-    ``mode`` 0: the token is the value (str tokens, the word); 1: ``token[seq_key]``
-    (tuples, lists, arrays); 2: ``token[dict_key]`` (mappings); 3: ``getter(token)``.
-    Returns ``(codes, uniques)`` (codes as intp, values in order of first
-    appearance, as ``_tokens._factorize``), or None when a token has no such
-    column or a value that is not a str: the caller then finds the token and
-    raises its error.
+
+def read_columns(list flat, int mode, list keys, object getters):
+    """Codes and distinct values of several columns over the tokens ``flat``,
+    in one pass: each token is read once for all its columns (the tokens are
+    objects scattered in memory, and a pass per column met each of them again
+    after the others had left the caches).
+
+    ``mode`` 0: the token is the value (str tokens, the word); 1:
+    ``token[keys[j]]`` (tuples, lists, arrays; ``keys[j]`` an int); 2:
+    ``token[keys[j]]`` (mappings); 3: ``getters[j](token)``.  Returns a list
+    of ``(codes, uniques)``, one per column (codes as intp, values in order of
+    first appearance, as ``_tokens._factorize``), or None when a token has no
+    such column or a value that is not a str: the caller then finds the token
+    and raises its error.
     """
-    cdef Py_ssize_t n = len(flat), i, k
-    codes = np.empty(n, dtype=np.intp)
-    cdef Py_ssize_t[::1] c = codes
-    cdef dict index = {}
-    cdef list uniques = []
+    cdef Py_ssize_t n = len(flat), m = len(keys), i, j
+    codes = np.empty((m, n), dtype=np.intp)
+    cdef Py_ssize_t[:, ::1] c = codes
+    cdef list indexes = [{} for _ in range(m)], uniques = [[] for _ in range(m)]
+    cdef Py_ssize_t[::1] seq = np.array(keys if mode == 1 else [0] * m, dtype=np.intp)
     cdef object t, v
-    # (an object index: with bounds checks off, Cython would read t[int]
-    # of a short tuple past its end)
-    cdef object key = seq_key
-    cdef PyObject* p
     for i in range(n):
         t = flat[i]
-        try:
-            if mode == 0:
-                v = t
-            elif mode == 1:
-                if type(t) is tuple and seq_key < PyTuple_GET_SIZE(t):
-                    v = <object>PyTuple_GET_ITEM(t, seq_key)
+        for j in range(m):
+            try:
+                if mode == 0:
+                    v = t
+                elif mode == 1 and type(t) is tuple:
+                    # (read by C index only within the tuple: with bounds
+                    # checks off, Cython would read t[int] past its end)
+                    if seq[j] >= PyTuple_GET_SIZE(t):
+                        return None
+                    v = <object>PyTuple_GET_ITEM(t, seq[j])
+                elif mode == 3:
+                    v = getters[j](t)
                 else:
-                    v = t[key]
-            elif mode == 2:
-                v = t[dict_key]
-            else:
-                v = getter(t)
-        except (KeyError, IndexError, TypeError):
-            return None
-        if not isinstance(v, str):
-            return None
-        p = PyDict_GetItem(index, v)
-        if p == NULL:
-            k = len(uniques)
-            PyDict_SetItem(index, v, k)
-            uniques.append(v)
-        else:
-            k = <Py_ssize_t><object>p
-        c[i] = k
-    return codes, uniques
+                    v = t[keys[j]]
+            except (KeyError, IndexError, TypeError):
+                return None
+            if not isinstance(v, str):
+                return None
+            c[j, i] = _intern(<dict>indexes[j], <list>uniques[j], v)
+    return [(codes[j], uniques[j]) for j in range(m)]
 
 
-def flatten(list X, object check_sentence):
-    """All tokens of the sentences ``X`` in one list, the sentence lengths
-    and the set of the tokens' types, in one pass.
+def flatten(list X, object check_sentence, list tuple_keys=None):
+    """All tokens of the sentences ``X`` in one list, the sentence lengths,
+    the set of the tokens' types, and, when every token is a tuple, the
+    columns at ``tuple_keys`` as :func:`read_columns` reads them (else
+    None), in one pass over the tokens.
 
     A sentence that is a non-empty list is taken as it is (what
     ``check_sentence`` would give, and the usual case: calling it cost more
     than featurizing the sentence); any other is passed to
     ``check_sentence(sentence, "X[i]", "tokens")``, which returns its tokens
     as a list or raises.  The types are collected so that the caller
-    classifies each type once, not each token.
+    classifies each type once, not each token.  The columns are read in the
+    same pass because it is the pass that brings each token into the cache.
     """
-    cdef Py_ssize_t n = len(X), i, j, m
+    cdef Py_ssize_t n = len(X), i, j, m = 0, n_tokens
     lengths = np.empty(n, dtype=np.intp)
     cdef Py_ssize_t[::1] ln = lengths
     cdef list flat = [], tokens
     cdef set types = set()
-    cdef object sentence, tp, last = None
+    cdef object sentence, tp, t, v, last = None
     for i in range(n):
         sentence = X[i]
         if type(sentence) is list and len(<list>sentence):
             tokens = <list>sentence
         else:
             tokens = check_sentence(sentence, f"X[{i}]", "tokens")
-        m = len(tokens)
-        ln[i] = m
-        for j in range(m):
-            tp = type(tokens[j])
-            if tp is not last:
-                types.add(tp)
-                last = tp
+        ln[i] = len(tokens)
         flat.extend(tokens)
-    return flat, lengths, types
+    n_tokens = len(flat)
+    cdef bint reading = bool(tuple_keys)
+    if reading:
+        m = len(tuple_keys)
+    codes = np.empty((m, n_tokens), dtype=np.intp)
+    cdef Py_ssize_t[:, ::1] c = codes
+    cdef Py_ssize_t[::1] seq = np.array(tuple_keys if reading else [], dtype=np.intp)
+    cdef list indexes = [{} for _ in range(m)], uniques = [[] for _ in range(m)]
+    for i in range(n_tokens):
+        t = flat[i]
+        tp = type(t)
+        if tp is not last:
+            types.add(tp)
+            last = tp
+        if reading:
+            if tp is not tuple:
+                reading = False
+                continue
+            for j in range(m):
+                if seq[j] >= PyTuple_GET_SIZE(t):
+                    reading = False
+                    break
+                v = <object>PyTuple_GET_ITEM(t, seq[j])
+                if not isinstance(v, str):
+                    reading = False
+                    break
+                c[j, i] = _intern(<dict>indexes[j], <list>uniques[j], v)
+    columns = [(codes[j], uniques[j]) for j in range(m)] if reading else None
+    return flat, lengths, types, columns
 
 
 def word_keys(list words, dict cache, object key_of):

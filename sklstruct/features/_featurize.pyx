@@ -17,8 +17,8 @@ splits in two:
   feature beyond the sentence, the flag masks), combining the codes of a
   template instance into one integer key, finding that key's column, and
   writing the CSR rows (columns sorted; hashed collisions summed).  Only the
-  reading of the columns from the Python token objects (:func:`read_column`)
-  needs the GIL (``_columns.read_column``).
+  reading of the columns from the Python token objects (:func:`read_columns`)
+  needs the GIL (``_columns.read_columns``).
 
 A template instance's key is its atoms' codes in mixed radix.  With a
 fitted vocabulary, the value tables are the vocabulary's own

@@ -18,7 +18,7 @@ from ._base import _SentencesOut
 from ._templates import _MAX_OFFSET, _parse_templates
 from ._featurize import NameTable, count_names, featurize
 from ._fitted_index import FittedIndex
-from ._tokens import _POSITION_FLAGS, _Corpus
+from ._tokens import _POSITION_FLAGS, _Corpus, columns_read
 
 
 class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
@@ -381,7 +381,8 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         if is_bag(X):
             from ._bags import transform_bag
             return transform_bag(self, X)
-        return self._assemble(_Corpus(X, self._boundary, self.clusters_))
+        return self._assemble(_Corpus(X, self._boundary, self.clusters_,
+                                      columns_read(self._instances)))
 
     @reads_model
     def token_features(self, X):

@@ -17,7 +17,7 @@ from itertools import groupby
 import numpy as np
 
 from .._validation import check_sentence, check_sentence_list, describe
-from ._columns import flatten, read_column, word_keys as _word_keys_of
+from ._columns import flatten, read_columns, word_keys as _word_keys_of
 from ._featurize import Program
 
 BOS = "__BOS__"
@@ -161,19 +161,31 @@ def _factorize(values):
     return codes, uniques
 
 
+def columns_read(instances):
+    """The token columns the atoms of template ``instances`` read, in the
+    atoms' order (``_Corpus(..., columns=)``, :meth:`_Corpus.read`)."""
+    return list(dict.fromkeys(column for _, atoms in instances
+                              for kind, arg, _, column, _ in atoms
+                              if kind != "bias" and arg not in _POSITION_FLAGS))
+
+
 class _Corpus:
     """All tokens of ``X`` flattened, with the helpers the templates need."""
 
-    def __init__(self, X, boundary="symbol", clusters=None):
+    def __init__(self, X, boundary="symbol", clusters=None, columns=()):
         self.boundary = boundary
         self.clusters = clusters     # word (or value) -> bit-string path
         X = check_sentence_list(X, "X", "sentences (sequences of tokens)", item_ndim=1,
                                 sized=False)
         # one compiled pass: the per-sentence and per-token Python work here
         # was a sixth of transform
-        flat, self.lengths, types = flatten(X, check_sentence)
+        # (``columns``, the columns the caller will read: read in the same
+        # pass when the tokens are tuples)
+        keys = [self._getter(c)[1] for c in dict.fromkeys(columns)]
+        flat, self.lengths, types, read = flatten(
+            X, check_sentence, None if None in keys else keys)
         self.flat = flat
-        self.n_tokens = n = len(flat)
+        self.n_tokens = len(flat)
         self.starts = np.zeros(len(self.lengths) + 1, dtype=np.intp)
         np.cumsum(self.lengths, out=self.starts[1:])
 
@@ -188,7 +200,7 @@ class _Corpus:
             )
         kinds = set(kind_of.values())
         self.kind = kinds.pop() if len(kinds) == 1 else "mixed"
-        self._columns = {}
+        self._columns = {} if read is None else dict(zip(dict.fromkeys(columns), read))
         self._bases = {}
         self._valid = {}
 
@@ -232,23 +244,31 @@ class _Corpus:
 
     def column(self, column):
         """Codes and distinct values of a column over all tokens."""
-        if column in self._columns:
-            return self._columns[column]
-        get, seq_key, dict_key = self._getter(column)
-        if self.kind == "str" and column == "word":
-            mode = 0
-        elif self.kind == "seq" and seq_key is not None:
-            mode = 1
-        elif self.kind == "dict" and dict_key is not None:
-            mode = 2
+        if column not in self._columns:
+            self.read(column)
+        return self._columns[column]
+
+    def read(self, *columns):
+        """Read the ``columns`` not read yet (:meth:`column` then finds them),
+        all in one pass over the tokens (:func:`._columns.read_columns`)."""
+        columns = [c for c in dict.fromkeys(columns) if c not in self._columns]
+        if not columns:
+            return
+        getters = [self._getter(c) for c in columns]
+        if self.kind == "str" and columns == ["word"]:
+            mode, keys = 0, [None]
+        elif self.kind == "seq" and all(g[1] is not None for g in getters):
+            mode, keys = 1, [g[1] for g in getters]
+        elif self.kind == "dict" and all(g[2] is not None for g in getters):
+            mode, keys = 2, [g[2] for g in getters]
         else:
-            mode = 3
-        result = read_column(self.flat, mode, -1 if seq_key is None else seq_key,
-                             dict_key, get)
+            mode, keys = 3, [None] * len(columns)
+        result = read_columns(self.flat, mode, keys, [g[0] for g in getters])
         if result is None:
-            self._raise_column_error(get, column)
-        self._columns[column] = result
-        return result
+            for c, g in zip(columns, getters):
+                self._raise_column_error(g[0], c)
+            raise AssertionError("unreachable")  # pragma: no cover
+        self._columns.update(zip(columns, result))
 
     def word_keys(self):
         """A stable 64-bit key of every token's word (the same word, the same
@@ -272,6 +292,7 @@ class _Corpus:
         return lambda: _word_keys_of(words, _WORD_KEYS, _word_key)[codes]
 
     def _raise_column_error(self, get, column):
+        """The error of the first token without a string in ``column``, if any."""
         for i, token in enumerate(self.flat):
             try:
                 value = get(token)
@@ -284,7 +305,6 @@ class _Corpus:
                     f"{self._where(i)}: the value of column {column!r} must be "
                     f"a string; got {describe(value)} ({type(value).__name__})"
                 )
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def base(self, kind, arg, base_name, column):
         """Unshifted values of an atom: ``(codes, table)`` or a boolean mask."""
@@ -395,6 +415,9 @@ class _Corpus:
         tables are the fitted ones and the instances have their lookups."""
         tables, masks = {}, {}
         codes, mask_arrays, values = [], [], []
+        # every column the atoms read, in one pass (in the atoms' order: the
+        # first missing one is the one named)
+        self.read(*columns_read(instances))
         kinds, sources, offsets, bounds, prefixes, has_values = [], [], [], [0], [], []
         for name, atoms in instances:
             for kind, arg, base_name, column, offset in atoms:

@@ -29,11 +29,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._dask import is_bag, map_bag
 from .._publish import publishes, reads_model
-from .._chain import ChainWeights
+from .._chain import ChainWeights, split_rows
 from .._parallel import block_ranges, guided_ranges, run
 from .._progress import progress_bar
-from .._validation import (MAX_K, N_JOBS_CONSTRAINT, check_alloc, check_classes, check_k,
-                           check_label_sequences, sentence_tags)
+from .._stacking import CsrParts, csr_parts, decode_parts
+from .._validation import (MAX_ABS_FEATURE, MAX_K, N_JOBS_CONSTRAINT, check_alloc,
+                           check_classes, check_k, check_label_sequences, sentence_tags)
 from .._viterbi import chain_order, decode_corpus, kbest_decode
 from ..chain import as_stacked, pack_chain, unpack_chain
 from ._confidence import ConfidenceMixin
@@ -244,6 +245,9 @@ class ChainTagger(ConfidenceMixin, BaseEstimator):
         check_is_fitted(self)
         if is_bag(X):
             return map_bag(self, X, "predict")
+        result = self._predict_in_place(X)
+        if result is not None:
+            return result
         data = as_stacked(X, self.n_features_in_)
         result = [None] * len(data)
         offsets = data.offsets
@@ -254,6 +258,36 @@ class ChainTagger(ConfidenceMixin, BaseEstimator):
             result[a:b] = data.split(self.classes_.take(codes[offsets[a]:offsets[b]]), a, b)
         self._decode(data, then=labels)
         return result
+
+    def _predict_in_place(self, X):
+        """:meth:`predict` of a list of canonical CSR sentences (what the
+        vectorizers give), each checked and decoded where it lies
+        (:func:`sklstruct._stacking.decode_parts`) rather than stacked first:
+        the list form then costs little more than the stacked one.  None
+        when ``X`` is anything else or a sentence fails a check: the caller
+        then stacks ``X`` (:func:`sklstruct.chain.as_stacked`), which names
+        the problem."""
+        if type(X) is not list or not X or type(self)._decode is not ChainTagger._decode:
+            return None
+        parts = csr_parts(X, self.n_features_in_)
+        if not isinstance(parts, CsrParts):
+            return None
+        W, P = self._decoding_weights()
+        _check_weight_rows(W, parts.n_features)
+        order = chain_order(P, W.shape[1])
+        offsets = parts.offsets
+        out = np.empty(offsets[-1], dtype=np.int32)
+        result = [None] * len(X)
+        failed = []
+
+        def block(a, b):
+            if decode_parts(parts, a, b, W, P, order, out, MAX_ABS_FEATURE) >= 0:
+                failed.append(a)
+            else:
+                result[a:b] = split_rows(self.classes_.take(out[offsets[a]:offsets[b]]),
+                                         offsets[a:b + 1])
+        self._run(block, self._prediction_blocks(offsets))
+        return None if failed else result
 
     # -- threads over blocks of sentences (sklstruct._parallel) ----------------------
     def _blocks(self, block, n_sentences):
@@ -288,13 +322,7 @@ class ChainTagger(ConfidenceMixin, BaseEstimator):
         ``then(codes, start, stop)``, if given, runs in the thread of each
         block of sentences once they are decoded.  ``n_columns``: the
         columns the rows were validated against, which W must have."""
-        if W.shape[0] != n_columns:
-            # the rows were checked against n_features_in_, W read from coef_
-            # later: a fit in another thread may have replaced one of them
-            # (the kernel reads W at the rows' column indices, unchecked)
-            raise RuntimeError(f"the weights have {W.shape[0]} feature rows but the data "
-                               f"{n_columns} columns: was the model refitted while it "
-                               "predicted?")
+        _check_weight_rows(W, n_columns)
         order = chain_order(P, W.shape[1])
         out = np.empty(offsets[-1], dtype=np.int32)
 
@@ -370,6 +398,18 @@ class ChainTagger(ConfidenceMixin, BaseEstimator):
         data = as_stacked(X, self.n_features_in_)
         y_true = check_label_sequences(y, data.lengths)
         return float(np.mean(np.concatenate(self.predict(data)) == y_true))
+
+
+def _check_weight_rows(W, n_columns):
+    """RuntimeError unless the weights W have a row per column of the data.
+
+    The rows were checked against ``n_features_in_``, W read from ``coef_``
+    later: a fit in another thread may have replaced one of them (the
+    kernels read W at the rows' column indices, unchecked)."""
+    if W.shape[0] != n_columns:
+        raise RuntimeError(f"the weights have {W.shape[0]} feature rows but the data "
+                           f"{n_columns} columns: was the model refitted while it "
+                           "predicted?")
 
 
 class ChainLearner(ChainTagger):

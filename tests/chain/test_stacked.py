@@ -292,3 +292,58 @@ def test_compact_renumbers_the_used_columns_in_order(n, F, seed):
     np.testing.assert_array_equal(small.offsets, data.offsets)
     np.testing.assert_array_equal(small.keys, data.keys)
     assert small.matrix.has_sorted_indices or small.matrix.nnz == 0
+
+
+_TAGGERS = {}
+
+
+def _tagger(F, order):
+    """A perceptron fitted on random sentences of F features (cached)."""
+    if (F, order) not in _TAGGERS:
+        rng = np.random.default_rng(F)
+        X = [sp.csr_matrix(rng.integers(0, 2, size=(6, F)).astype(float)) for _ in range(20)]
+        y = [rng.integers(0, 3, size=6) for _ in range(20)]
+        _TAGGERS[F, order] = StructuredPerceptronTagger(max_iter=3, order=order,
+                                                        random_state=0).fit(X, y)
+    return _TAGGERS[F, order]
+
+
+def _predicted_or_error(predict, X):
+    try:
+        return [p.tolist() for p in predict(X)]
+    except (ValueError, TypeError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+@settings(max_examples=200, deadline=None)
+@given(X=sentence_lists(), order=st.sampled_from([1, 2]), f32=st.booleans())
+def test_predict_decodes_lists_in_place_as_it_decodes_them_stacked(X, order, f32):
+    """predict of a list of sentences (decoded where they lie by
+    sklstruct._stacking.decode_parts when they are canonical CSR) gives the
+    labels, or the error, of predict of the list stacked first."""
+    F = next((x.shape[1] for x in X if x.ndim == 2 and x.shape[1] > 0), 1)
+    tagger = _tagger(F, order)
+    if f32:
+        tagger = tagger.astype(np.float32)
+    fast = _predicted_or_error(tagger.predict, X)
+    slow = _predicted_or_error(lambda X: tagger.predict(as_stacked(X, tagger.n_features_in_)), X)
+    assert fast == slow
+
+
+def test_decode_parts_stops_at_the_first_sentence_it_does_not_take():
+    from sklstruct._stacking import CsrParts, csr_parts, decode_parts
+    tagger = _tagger(3, 1)
+    X = [sp.csr_matrix(np.eye(3)), sp.csr_matrix(np.eye(3)), sp.csr_matrix(np.eye(3))]
+    X[1].data[0] = np.inf                  # a value the checks refuse
+    parts = csr_parts(X, 3)
+    assert isinstance(parts, CsrParts) and parts.offsets.tolist() == [0, 3, 6, 9]
+    W, P = tagger._decoding_weights()
+    out = np.full(9, -1, dtype=np.int32)
+    assert decode_parts(parts, 0, 3, W, P, 1, out, 1e100) == 1
+    assert decode_parts(parts, 2, 3, W, P, 1, out, 1e100) == -1
+    assert (out[6:] >= 0).all()
+    with pytest.raises(ValueError, match="do not fit"):
+        decode_parts(parts, 0, 4, W, P, 1, out, 1e100)
+    with pytest.raises(ValueError, match="do not fit"):
+        decode_parts(parts, 0, 3, W[:2], P, 1, out, 1e100)
+    assert csr_parts(X + [np.eye(3)], 3) == 3
