@@ -327,7 +327,8 @@ def _add_cluster(cluster):
                          help="threads (default 1; -1: all cores); the clusters do not "
                               "depend on it")
     cluster.add_argument("--verbose", "-v", type=_int_at_least(0), default=0,
-                         help="1: a line every 1000 words added (words, AMI, time)")
+                         help="1: a line every 1000 words added (or tenth of the "
+                              "vocabulary: words, AMI, time)")
     _io_options(cluster)
 
 
