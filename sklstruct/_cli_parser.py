@@ -22,6 +22,7 @@ COMMANDS = {
     "evaluate": "print the conlleval report",
     "train-parser": "fit a constituency parser on bracketed trees and save it",
     "parse": "parse sentences with a saved parser",
+    "cluster": "Brown-cluster the words of a text; write a wcluster paths file",
 }
 
 #: The defaults of ``train``: the estimator (a name of the registry) and the
@@ -209,6 +210,11 @@ def _add_train(train):
                        help=f"window for --templates and {' and '.join(_windowed())} "
                             "(default 1)")
     train.add_argument("--min-freq", type=_int_at_least(1), default=1)
+    train.add_argument("--clusters", metavar="PATHS",
+                       help="word clusters: a wcluster paths file (as 'sklstruct cluster' "
+                            "writes); a preset then adds the 4, 6, 10 and 20-bit prefixes of "
+                            "the cluster paths of the word and its neighbours, and --templates "
+                            "may use clusterN atoms")
     train.add_argument("--target-column", type=int, default=-1)
     train.add_argument("--random-state", type=_int_at_least(0), default=0,
                        help="seed of the estimators that shuffle or sample (default 0, so "
@@ -292,10 +298,44 @@ def _add_parse(parse):
     _io_options(parse)
 
 
+def _add_cluster(cluster):
+    from .features import BrownClusters
+
+    defaults = BrownClusters().get_params()
+    cluster.description = (
+        "Cluster the words of unlabelled text into a binary hierarchy (Brown et al. 1992; "
+        "Liang's wcluster algorithm: sklstruct.BrownClusters) and write wcluster's paths file "
+        "(one 'path<TAB>word<TAB>count' line per word, in UTF-8), which 'sklstruct train "
+        "--clusters PATHS' reads. The input is plain text, one sentence per line, tokens "
+        "separated by whitespace (--format text, the default, as 'parse' reads), or CoNLL "
+        "column files whose first column is the word (--format conll, as 'train' and 'tag' "
+        "read; blank lines separate sentences). No bigram crosses a sentence boundary. On a "
+        "terminal, a progress bar shows the merges; --quiet turns it off.")
+    cluster.add_argument("input", nargs="+", help="text (or CoNLL) files, read in turn")
+    cluster.add_argument("--output", "-o", required=True,
+                         help="where to write the paths file (checked to be writable first)")
+    cluster.add_argument("--format", choices=["text", "conll"], default="text",
+                         help="the input's format (default: text)")
+    cluster.add_argument("--n-clusters", "-c", type=_int_at_least(1),
+                         default=defaults["n_clusters"],
+                         help=f"clusters (wcluster's --c; default {defaults['n_clusters']}); "
+                              "memory grows as 32 * n_clusters**2 bytes")
+    cluster.add_argument("--min-count", type=_int_at_least(1), default=defaults["min_count"],
+                         help="leave out words occurring fewer times (wcluster's "
+                              f"--min-occur; default {defaults['min_count']})")
+    cluster.add_argument("--n-jobs", "-j", type=int, default=None,
+                         help="threads (default 1; -1: all cores); the clusters do not "
+                              "depend on it")
+    cluster.add_argument("--verbose", "-v", type=_int_at_least(0), default=0,
+                         help="1: a line every 1000 words added (or tenth of the "
+                              "vocabulary: words, AMI, time)")
+    _io_options(cluster)
+
+
 #: The function that adds each command's arguments to its parser.
 _BUILDERS = {"demo": _add_demo, "train": _add_train, "tag": _add_tag,
              "evaluate": _add_evaluate, "train-parser": _add_train_parser,
-             "parse": _add_parse}
+             "parse": _add_parse, "cluster": _add_cluster}
 
 
 def build_parser(commands=None):

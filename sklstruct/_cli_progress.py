@@ -89,6 +89,17 @@ class _ProgressLines(io.TextIOBase):
         self.out.flush()
 
 
+@contextlib.contextmanager
+def _own_progress(args, desc):
+    """While an estimator that advances a bar of its own fits
+    (:class:`BrownClusters`: its merges): that bar is :func:`_bar`'s, shown
+    where :func:`_progress_shown`, whatever the estimator's ``verbose``."""
+    from ._progress import bars_from
+
+    with bars_from(lambda total, unit, _: _bar(args, total, unit, desc)):
+        yield
+
+
 def _n_steps(estimator):
     """The epochs, iterations or rounds a fit runs at most (None if unknown)."""
     params = estimator.get_params(deep=False)

@@ -8,8 +8,13 @@ the seconds it took.  With ``verbose >= 2`` long work also shows a progress
 bar (:func:`progress_bar`, tqdm's, an optional dependency) and prints those
 lines above it.
 """
+import contextlib
+import contextvars
 import sys
 import warnings
+
+# The bars of the work done under :func:`bars_from` (the command line's), or None.
+_PROVIDER = contextvars.ContextVar("sklstruct_progress_bars", default=None)
 
 
 def _value(value):
@@ -63,13 +68,29 @@ class _Lines:
         pass
 
 
+@contextlib.contextmanager
+def bars_from(provider):
+    """Within it, :func:`progress_bar` gives ``provider(total, unit, desc)``
+    whatever ``verbose`` is: a tqdm bar, or None for none (the command line
+    draws the bar of a fit that advances its own, on its terminal only)."""
+    token = _PROVIDER.set(provider)
+    try:
+        yield
+    finally:
+        _PROVIDER.reset(token)
+
+
 def progress_bar(verbose, total, unit, desc):
-    """A progress bar for ``verbose >= 2`` (tqdm's, on stderr), else None.
+    """A progress bar for ``verbose >= 2`` (tqdm's, on stderr), else None
+    (within :func:`bars_from`, its provider's).
 
     Without tqdm installed, ``verbose >= 2`` warns once and gets an object
     with the bar's ``update``, ``write`` and ``close`` that prints the lines
     only, as ``verbose=1`` does.
     """
+    provider = _PROVIDER.get()
+    if provider is not None:
+        return provider(total, unit, desc)
     if not verbose or verbose < 2:
         return None
     try:

@@ -1,5 +1,5 @@
-"""Command line: ``sklstruct demo | train | tag | evaluate | train-parser | parse`` (also
-``python -m sklstruct``).
+"""Command line: ``sklstruct demo | train | tag | evaluate | train-parser | parse |
+cluster`` (also ``python -m sklstruct``).
 
 Every error is one line on standard error, ``sklstruct: error: ...``, and a
 non-zero exit status:
@@ -16,14 +16,15 @@ these codes on failure (130 on Ctrl-C).  A warning is one line too,
 ``sklstruct: warning: ...``, without Python's file and source line.
 
 On a terminal (standard error), ``train``, ``tag``, ``evaluate --model``,
-``train-parser`` and ``parse`` show a progress bar (tqdm's, an optional
-dependency): the epochs, iterations or rounds of training, the sentences
-tagged or parsed; ``--quiet`` turns it off, and it is off when standard error
+``train-parser``, ``parse`` and ``cluster`` show a progress bar (tqdm's, an
+optional dependency): the epochs, iterations or rounds of training, the
+sentences tagged or parsed, the merges of the clustering; ``--quiet`` turns it off, and it is off when standard error
 is not a terminal.  ``sklstruct --help`` imports none of the learners (nor
 scikit-learn); each command imports what it uses.
 """
 import ast
 import os
+import re
 import sys
 import time
 import warnings
@@ -32,7 +33,7 @@ from . import __version__
 from ._cli_parser import (COMMANDS, DEFAULT_ESTIMATOR, DEFAULT_FEATURES,  # noqa: F401
                           PROG, RUNTIME_ERROR, USAGE_ERROR, CommandError, _command_of, _fail,
                           _one_line, _parsers, _show_warning, _warn, _windowed, _word_only, build_parser)
-from ._cli_progress import _bar, _fit_progress, _in_batches
+from ._cli_progress import _bar, _fit_progress, _in_batches, _own_progress
 
 # The heavy modules (scikit-learn, SciPy, the learners) are imported by the
 # commands that use them, so that ``sklstruct --help`` starts at once.
@@ -346,12 +347,32 @@ def _make_features(args):
         templates = [t.strip() for t in args.templates.split(",") if t.strip()]
         if not templates:
             raise CommandError("--templates lists no template", USAGE_ERROR)
-        return SequenceVectorizer(templates, window=window, min_freq=args.min_freq)
+        if args.clusters is None and re.search(r"\bcluster\d", args.templates):
+            raise CommandError("--templates use clusterN atoms, which read word clusters: "
+                               "give --clusters PATHS (a paths file, as 'sklstruct cluster' "
+                               "writes)", USAGE_ERROR)
+        return SequenceVectorizer(templates, window=window, min_freq=args.min_freq,
+                                  clusters=_load_clusters(args.clusters))
     if args.window is not None and PRESETS[args.features].window is not None:
         raise CommandError(f"--window applies to --templates and --features "
                            f"{' and '.join(_windowed())} only; the {args.features!r} preset "
                            "has its own window", USAGE_ERROR)
-    return feature_set(args.features, window=window, min_freq=args.min_freq)
+    return feature_set(args.features, window=window, min_freq=args.min_freq,
+                       clusters=_load_clusters(args.clusters))
+
+
+def _load_clusters(path):
+    """The BrownClusters of a paths file (``train --clusters``), or None."""
+    if path is None:
+        return None
+    from .features import BrownClusters
+
+    _check_readable(path, "clusters file")
+    try:
+        return BrownClusters.load(path)
+    except ValueError as exc:
+        raise CommandError(f"clusters file: {exc} (expected a paths file as 'sklstruct "
+                           "cluster' writes)") from None
 
 
 def _check_columns(args, X, n_file_columns):
@@ -664,6 +685,55 @@ def cmd_parse(args):
     return 0
 
 
+# -- clustering ----------------------------------------------------------------------------
+
+
+def _read_sentences(path, args):
+    """The sentences of one input of ``cluster``: lines of whitespace-separated
+    tokens (``--format text``), or the tokens of a CoNLL file (its first
+    column is the word)."""
+    if args.format == "conll":
+        X, _ = _read(path, "input", target_column=None, encoding=args.encoding)
+        return X
+    return [tokens for tokens in map(str.split, _read_text(path, args.encoding).splitlines())
+            if tokens]
+
+
+def cmd_cluster(args):
+    """Brown-cluster the words of text files and write wcluster's paths file."""
+    from .features import BrownClusters
+
+    brown = BrownClusters(n_clusters=args.n_clusters, min_count=args.min_count,
+                          n_jobs=args.n_jobs, verbose=args.verbose)
+    try:
+        brown._validate_params()
+    except (ValueError, TypeError) as exc:
+        raise CommandError(exc, USAGE_ERROR) from None
+    _check_output(args.output, *[(path, "input") for path in args.input])
+    for path in args.input:
+        _check_readable(path, "input")
+    X = [s for path in args.input for s in _read_sentences(path, args)]
+    if not X:
+        raise CommandError(f"{' '.join(map(repr, args.input))}: no sentence to cluster (the "
+                           "input is empty)")
+    tic = time.perf_counter()
+    try:
+        with _own_progress(args, "cluster"):
+            brown.fit(X)
+    except ValueError as exc:       # (in the words of the command line)
+        message = re.sub(r"^X(?:\[(\d+)\](?:\[(\d+)\])?)?", lambda m: "input" + "".join(
+            f", {what} {int(i) + 1}" for what, i in zip(("sentence", "token"), m.groups())
+            if i is not None), str(exc))
+        raise CommandError(message.replace("min_count=", "--min-count ")
+                           .replace("lower min_count", "lower --min-count")) from None
+    seconds = time.perf_counter() - tic
+    _write("paths file", args.output, lambda: brown.save(args.output))
+    print(f"clustered {len(brown.vocabulary_)} words of {len(X)} sentences "
+          f"({sum(map(len, X))} tokens) into {brown.n_clusters_} clusters (AMI "
+          f"{brown.mutual_information_:.4f} bits) in {seconds:.2f} s; saved to {args.output}")
+    return 0
+
+
 def _read_text(path, encoding):
     _check_readable(path, "input")
     try:
@@ -709,7 +779,8 @@ def main(argv=None):
 
 def _run(args):
     command = {"demo": cmd_demo, "train": cmd_train, "tag": cmd_tag, "evaluate": cmd_evaluate,
-               "train-parser": cmd_train_parser, "parse": cmd_parse}[args.command]
+               "train-parser": cmd_train_parser, "parse": cmd_parse,
+               "cluster": cmd_cluster}[args.command]
     try:
         return command(args)
     except CommandError as exc:

@@ -11,9 +11,10 @@ entry with its dtype and shape.
 
 Loading reads that tree and builds objects only of the classes sklstruct
 knows (its registered estimators, its vectorizers and their parts,
-``sklstruct.compat.CRF``, and scikit-learn's ``Pipeline``), by setting the
-attributes the format allows
-for each, then checks what prediction will read (shapes, dtypes, index
+``sklstruct.compat.CRF``, scikit-learn's ``Pipeline``, and the few
+scikit-learn parts of ``sklstruct._serialization.sklearn_parts``: the
+k-means of ``EmbeddingFeatures``, the transformers of ``TokenTransformer``),
+by setting the attributes the format allows for each, then checks what prediction will read (shapes, dtypes, index
 ranges) and rebuilds the caches.  Nothing stored in the file is executed:
 there is no pickle in it, and no name in it is imported.  A file that names
 another class, holds an entry the model does not use, holds an object
@@ -67,7 +68,11 @@ def save_model(estimator, path, *, metadata=None):
         A sklstruct tagger, meta-tagger or parser, a sklstruct vectorizer
         (:class:`SequenceVectorizer`, :class:`DictSequenceVectorizer`,
         :class:`SentenceFeatureUnion`, a :func:`feature_set`, with their
-        Brown clusters, label dictionary and gazetteer parts), a
+        Brown clusters, label dictionary, gazetteer and embedding parts,
+        k-means clusterings included), a :class:`TokenTransformer` of
+        scikit-learn's ``Nystroem``, ``RBFSampler``,
+        ``PolynomialCountSketch``, ``MaxAbsScaler``, ``StandardScaler``,
+        ``Normalizer`` or ``TruncatedSVD`` (or a Pipeline of them), a
         :class:`sklearn.pipeline.Pipeline` of them, or a
         ``sklstruct.compat.CRF``.
     path : str or path-like
@@ -82,8 +87,9 @@ def save_model(estimator, path, *, metadata=None):
     ------
     TypeError
         When the estimator holds an object that a model file cannot store
-        (a scikit-learn transformer other than a Pipeline, a gensim model,
-        a user-defined subclass...), naming where it is; or when
+        (another scikit-learn estimator, a Python function such as a
+        ``FunctionTransformer``'s or a callable kernel, a gensim model, a
+        user-defined subclass...), naming where it is and why; or when
         ``metadata`` is not plain JSON data.
 
     See Also

@@ -18,6 +18,7 @@ import re
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.cluster import MiniBatchKMeans
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.pipeline import Pipeline
 
@@ -40,45 +41,10 @@ from ..parsing.pcfg import PCFGParser
 from ..parsing.spans import SpanFeatures
 from ..pipeline import Pipeline as OurPipeline
 
+from . import sklearn_parts
+from .checks import Rule, _array, _fail, _in_range, _int, _str_dict
+
 _FITTED = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*_$")
-
-
-def _fail(path, message):
-    raise ValueError(f"{path}: {message}")
-
-
-def _array(obj, name, path, kinds, ndim=None, shape=None):
-    """``obj.name`` as an ndarray of a dtype kind in ``kinds`` (and of
-    ``ndim`` dimensions or exactly ``shape``), else ValueError."""
-    a = getattr(obj, name)
-    if not isinstance(a, np.ndarray) or a.dtype.kind not in kinds:
-        _fail(path, f"{name} must be an array of kind {kinds!r}; got "
-                    f"{getattr(a, 'dtype', type(a).__name__)}")
-    if ndim is not None and a.ndim != ndim:
-        _fail(path, f"{name} must have {ndim} dimensions; got shape {a.shape}")
-    if shape is not None and a.shape != tuple(shape):
-        _fail(path, f"{name} must have shape {tuple(shape)}; got {a.shape}")
-    return a
-
-
-def _int(obj, name, path, low=0, high=None):
-    v = getattr(obj, name)
-    if type(v) is not int or v < low or (high is not None and v > high):
-        _fail(path, f"{name} must be an int >= {low}; got {v!r}")
-    return v
-
-
-def _in_range(a, low, high, what, path):
-    if a.size and (a.min() < low or a.max() >= high):
-        _fail(path, f"{what} holds values outside [{low}, {high})")
-
-
-def _str_dict(d, what, path, values=None):
-    if not isinstance(d, dict) or not all(type(k) is str for k in d):
-        _fail(path, f"{what} must be a dict with string keys")
-    if values is not None and not all(type(v) is values for v in d.values()):
-        _fail(path, f"{what} must map strings to {values.__name__}s")
-    return d
 
 
 # -- the checks, by class (every rule along the class's MRO runs) ---------------------
@@ -249,9 +215,13 @@ def _check_embeddings(obj, path):
     _int(obj, "_window", path, high=MAX_WINDOW)
     if type(obj._lowercase) is not bool or type(obj.scale_factor_) is not float:
         _fail(path, "_lowercase must be a bool and scale_factor_ a float")
-    if ks or obj.kmeans_ != []:
-        # (their scikit-learn KMeans models are refused by save_model)
-        _fail(path, "EmbeddingFeatures with kmeans clusterings cannot be in a model file")
+    # (each built and checked before: its centers fit its own n_features_in_)
+    kmeans = obj.kmeans_
+    if not isinstance(kmeans, list) or len(kmeans) != len(ks) or not all(
+            isinstance(km, MiniBatchKMeans) and km.n_clusters == k
+            and getattr(km, "n_features_in_", None) == dim for km, k in zip(kmeans, ks)):
+        _fail(path, f"kmeans_ must hold a fitted MiniBatchKMeans of the {dim}-dimensional "
+                    "vectors for each number of clusters of _n_kmeans")
     vectors.flags.writeable = False         # as fit leaves it
 
 
@@ -424,38 +394,6 @@ def _compiled_build(state, path):
     return CompiledGrammar(*(state[n] for n in _COMPILED_ARGS))
 
 
-class Rule:
-    """How one class is stored and checked.
-
-    Parameters
-    ----------
-    private : tuple of str
-        Other attributes stored (private ones, ``_name``, and the constructor
-        arguments of a class that is not an estimator).
-    drop : tuple of str
-        Attributes left out of the file (caches, views rebuilt on loading).
-    check : callable, optional
-        ``check(obj, path)``: verify a loaded object, rebuild what was dropped.
-    state, build : callable, optional
-        For a class stored by its constructor's arguments: ``state(obj)``
-        gives them as a dict, ``build(state, path)`` makes the object.
-    keys : tuple of str
-        The names of those arguments (a file must give exactly these).
-    refuse : callable, optional
-        ``refuse(obj)``: why ``obj`` cannot be saved (a str), or None.
-    """
-
-    def __init__(self, private=(), drop=(), check=None, state=None, build=None, keys=(),
-                 refuse=None):
-        self.refuse = refuse
-        self.private = frozenset(private)
-        self.keys = frozenset(keys)
-        self.drop = frozenset(drop)
-        self.check = check
-        self.state = state
-        self.build = build
-
-
 #: Rules by class; a class's rules are those of every class of its MRO here.
 RULES = {
     ChainTagger: Rule(private=("_resumable",), drop=("_coef_pickled_sparse",),
@@ -500,6 +438,8 @@ CLASSES.update({
     "sklstruct.parsing.CompiledGrammar": CompiledGrammar,
     "sklstruct.parsing.SpanFeatures": SpanFeatures,
 })
+for _name, (_cls, _rule) in sklearn_parts.CLASSES.items():
+    CLASSES[_name], RULES[_cls] = _cls, _rule
 _NAMES = {cls: name for name, cls in CLASSES.items()}
 
 

@@ -25,6 +25,13 @@ class TokenTransformer(_SentencesOut, TransformerMixin, BaseEstimator):
     price of an approximate kernel (see :class:`~sklstruct.M3NTagger`).
     Dense outputs are stored as CSR matrices.
 
+    :func:`~sklstruct.save_model` stores it (pickle-free) around
+    scikit-learn's ``Nystroem``, ``RBFSampler``, ``PolynomialCountSketch``,
+    ``MaxAbsScaler``, ``StandardScaler``, ``Normalizer`` and
+    ``TruncatedSVD`` and Pipelines of them, as their parameters and arrays;
+    it refuses any other transformer, and one that holds a Python function
+    (``FunctionTransformer``, a callable ``kernel``): pickle those.
+
     Parameters
     ----------
     transformer : estimator with ``fit`` and ``transform``

@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import n_threads, run
+from .._progress import progress_bar
 from .._publish import publishes, reads_model
 from .._validation import (N_JOBS_CONSTRAINT, InputTypeError, check_alloc, check_sentence,
                            check_sentence_list, describe)
@@ -232,7 +233,9 @@ class BrownClusters(_SentencesOut, TransformerMixin, BaseEstimator):
         is 1).  The result does not depend on it.
     verbose : int, default=0
         Report progress (words added, AMI, time) every 1000 words (or tenth
-        of the vocabulary) when > 0.
+        of the vocabulary) when > 0; with 2 or more, also show a progress
+        bar of the merges (tqdm's, an optional dependency: without it, the
+        lines only, with a warning).  The clusters do not depend on it.
 
     Attributes
     ----------
@@ -359,36 +362,48 @@ class BrownClusters(_SentencesOut, TransformerMixin, BaseEstimator):
         """The clustering; the AMI of C clusters after the last word."""
         S = C + 2
         k = n_threads(self.n_jobs, S // MIN_ROWS_PER_THREAD)
-        if k <= 1 and not self.verbose:
+        n = kernel.n_words
+        # verbose >= 2: a bar of the n - 1 merges (one per word added after
+        # the first C, then C - 1 down to one cluster), the lines above it
+        bar = progress_bar(self.verbose, n - 1, "merges", "BrownClusters")
+        if k <= 1 and not self.verbose and bar is None:
             return kernel.run(C)
         # step by step: threads share each step's table update (rows of the
         # upper triangle in ranges of equal area; the best pair is reduced in
         # row order, so any split gives the same result)
         ranges = _row_ranges(S, 4 * k if k > 1 else 1)
         start = time.perf_counter()
+        say = print if bar is None else bar.write
 
         def update():
             run(k, kernel.update_rows, ranges)
 
-        kernel.add_initial(C)
-        update()
-        n = kernel.n_words
-        every = max(1, min(1000, n // 10))
-        while kernel.n_added < n:
-            kernel.add_word()
-            update()
+        def merge():
             kernel.merge_best()
             update()
-            if self.verbose and kernel.n_added % every == 0:
-                print(f"[BrownClusters] {kernel.n_added}/{n} words, AMI {kernel.ami:.6f} "
-                      f"bits, {time.perf_counter() - start:.1f} s")
-        ami = kernel.ami
-        while kernel.n_active > 1:
-            kernel.merge_best()
+            if bar is not None:
+                bar.update()
+
+        try:
+            kernel.add_initial(C)
             update()
+            every = max(1, min(1000, n // 10))
+            while kernel.n_added < n:
+                kernel.add_word()
+                update()
+                merge()
+                if self.verbose and kernel.n_added % every == 0:
+                    say(f"[BrownClusters] {kernel.n_added}/{n} words, AMI {kernel.ami:.6f} "
+                        f"bits, {time.perf_counter() - start:.1f} s")
+            ami = kernel.ami
+            while kernel.n_active > 1:
+                merge()
+        finally:
+            if bar is not None:
+                bar.close()
         if self.verbose:
             print(f"[BrownClusters] done: {n} words, {C} clusters, AMI {ami:.6f} bits, "
-                  f"{time.perf_counter() - start:.1f} s")
+                  f"{time.perf_counter() - start:.1f} s", flush=True)
         return ami
 
     @reads_model

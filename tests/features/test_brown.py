@@ -212,8 +212,40 @@ def test_deterministic_and_the_same_with_threads(monkeypatch):
 
 def test_verbose_reports_progress(capsys):
     BrownClusters(n_clusters=5, verbose=1).fit(random_corpus(1, 300, 2000))
-    out = capsys.readouterr().out
-    assert "words, AMI" in out and "done:" in out
+    out = capsys.readouterr()
+    assert "words, AMI" in out.out and "done:" in out.out and out.err == ""
+
+
+def test_verbose_2_shows_a_bar_of_the_merges_and_clusters_the_same(capsys):
+    """verbose=2: tqdm's bar of the n - 1 merges on standard error, the
+    lines of verbose=1 above it; verbose=0 shows nothing; the same clusters
+    for every verbose."""
+    pytest.importorskip("tqdm")
+    X = random_corpus(1, 300, 2000)
+    states = []
+    for verbose in (0, 1, 2):
+        brown = BrownClusters(n_clusters=5, verbose=verbose).fit(X)
+        out = capsys.readouterr()
+        states.append(fitted_state(brown))
+        n = len(brown.vocabulary_)
+        bar = "BrownClusters: 100%|"
+        if verbose == 2:
+            assert bar in out.err and f"{n - 1}/{n - 1}" in out.err, out.err
+        else:
+            assert bar not in out.err and "merges" not in out.err
+        assert ("words, AMI" in out.out) == (verbose > 0)
+    assert states[0] == states[1] == states[2]
+
+
+def test_verbose_2_without_tqdm_prints_the_lines(monkeypatch, capsys):
+    import sys
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)     # not installed
+    X = random_corpus(2, 100, 500)
+    with pytest.warns(UserWarning, match="pip install tqdm"):
+        brown = BrownClusters(n_clusters=5, verbose=2).fit(X)
+    out = capsys.readouterr()
+    assert "done:" in out.out and out.err == ""
+    assert fitted_state(brown) == fitted_state(BrownClusters(n_clusters=5).fit(X))
 
 
 # -- transform and the feature templates ----------------------------------------------------
