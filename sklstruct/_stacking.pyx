@@ -129,7 +129,7 @@ def csr_parts(list X, Py_ssize_t n_features):
     int32 index arrays and float64 values, and a valid index pointer.
     """
     cdef Py_ssize_t n = len(X), i, rows, cols
-    cdef object x
+    cdef object x, shape
     cdef cnp.ndarray ip, ix, dt
     cdef const int* ipp
     arrays = []
@@ -142,7 +142,10 @@ def csr_parts(list X, Py_ssize_t n_features):
         x = X[i]
         if type(x) not in _CSR_TYPES:
             return i
-        rows, cols = x.shape
+        # (scipy's own attribute where it has it: ``shape`` is a Python
+        # property, the costliest read of this loop)
+        shape = getattr(x, "_shape", None)
+        rows, cols = x.shape if type(shape) is not tuple or len(shape) != 2 else shape
         if rows < 1 or cols < 1 or (n_features >= 0 and cols != n_features):
             return i
         n_features = cols
