@@ -18,6 +18,9 @@ tag        fields
 ========== ============================================================
 tuple      ``v``: list of values
 dict       ``v``: object of string keys -> values
+vectors    ``keys``: list of strings, ``matrix``: an array node: a dict of
+           string keys -> 1-D arrays of one dtype and length (word vectors),
+           stored as one matrix (one entry, not one per word)
 items      ``v``: list of ``[key, value]`` (dicts with non-string keys)
 set        ``v``: list of values (``frozenset`` likewise)
 float      ``v``: ``"nan"``, ``"inf"`` or ``"-inf"``
@@ -112,6 +115,9 @@ class Writer:
                                         for i, v in enumerate(value)]}
         if isinstance(value, dict):
             if all(type(k) is str for k in value):
+                if _is_vectors(value):
+                    return {"t": "vectors", "keys": list(value),
+                            "matrix": self._array(np.stack(list(value.values())), path)}
                 if all(type(v) in _PLAIN for v in value.values()):
                     return {"t": "dict", "v": dict(value)}      # a vocabulary: at once
                 return {"t": "dict", "v": {k: self.encode(v, f"{path}[{k!r}]", d)
@@ -186,7 +192,19 @@ class Writer:
         return {"t": "object", "class": name, "id": number, "state": encoded}
 
 
+def _is_vectors(d):
+    """Whether ``d`` (string keys) maps to 1-D numeric arrays of one dtype and length."""
+    if not d:
+        return False
+    first = next(iter(d.values()))
+    return isinstance(first, np.ndarray) and first.ndim == 1 and \
+        first.dtype.kind in "biuf" and all(
+            type(v) is np.ndarray and v.shape == first.shape and v.dtype == first.dtype
+            for v in d.values())
+
+
 _FIELDS = {
+    "vectors": {"keys", "matrix"},
     "tuple": {"v"}, "dict": {"v"}, "items": {"v"}, "set": {"v"}, "frozenset": {"v"},
     "float": {"v"}, "scalar": {"dtype", "v"}, "array": {"entry", "dtype", "shape", "order"},
     "strings": {"dtype", "shape", "v"}, "sparse": {"format", "kind", "shape", "data", "indices",
@@ -247,6 +265,16 @@ class Reader:
             if all(type(x) in _PLAIN for x in v.values()):
                 return v                                       # a vocabulary: as it is
             return {k: self.decode(x, f"{path}[{k!r}]", d) for k, x in v.items()}
+        if tag == "vectors":
+            keys = self._list(node["keys"], path)
+            matrix = self.decode(node["matrix"], f"{path}.matrix", d)
+            if not (isinstance(matrix, np.ndarray) and matrix.ndim == 2
+                    and matrix.dtype.kind in "biuf"
+                    and matrix.shape[0] == len(keys) and all(type(k) is str for k in keys)
+                    and len(set(keys)) == len(keys)):
+                raise ValueError(f"{path}: word vectors need one matrix row per distinct "
+                                 "string key")
+            return dict(zip(keys, matrix))
         if tag == "items":
             out = {}
             for i, pair in enumerate(self._list(v, path)):

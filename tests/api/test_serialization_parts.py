@@ -214,3 +214,31 @@ def test_garbled_parts_are_refused_with_a_reason(parts_file, tmp_path):
                         else entries, None if "model.json" in content else content)
         with pytest.raises(ValueError, match=message):
             load_model(bad)
+
+
+def test_word_vectors_are_stored_as_one_matrix(corpus, tmp_path):
+    """A dict of word vectors (EmbeddingFeatures' ``vectors``) is one array
+    entry with its words in the JSON, not an entry per word; a file whose
+    words and rows disagree is refused."""
+    Xtr, ytr, Xte = corpus
+    vectors = vectors_of(Xtr)
+    model = quiet_fit(make_pipeline(feature_set("S2", embeddings=EmbeddingFeatures(
+        vectors, window=1)), StructuredPerceptronTagger(max_iter=2, random_state=0)), Xtr, ytr)
+    path = tmp_path / "model.skls"
+    save_model(model, path)
+    entries = read_zip(path)
+    meta = json.loads(entries["model.json"])
+    node = find(meta["model"], lambda n: isinstance(n, dict) and n.get("t") == "vectors")
+    assert node["keys"] == list(vectors) and len(entries) < len(vectors)
+    again = load_model(path)
+    same_labels(model.predict(Xte), again.predict(Xte))
+    loaded = dict(again[0].transformers_)["embeddings"].vectors
+    assert list(loaded) == list(vectors)
+    assert all(loaded[w].tobytes() == v.tobytes() for w, v in vectors.items())
+    for edit in (lambda n: n["keys"].pop(), lambda n: n["keys"].__setitem__(1, n["keys"][0]),
+                 lambda n: n["keys"].__setitem__(0, 3)):
+        meta = json.loads(entries["model.json"])
+        edit(find(meta["model"], lambda n: isinstance(n, dict) and n.get("t") == "vectors"))
+        bad = write_zip(tmp_path / "bad.skls", entries, meta)
+        with pytest.raises(ValueError, match="one matrix row per distinct string key"):
+            load_model(bad)
