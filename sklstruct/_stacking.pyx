@@ -23,10 +23,9 @@ cimport numpy as cnp
 from cython cimport floating
 from libc.math cimport fabs, isfinite
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
 
-from sklstruct._viterbi cimport (compute_emission, compute_emission_f32, decode_best,
-                                 lattice_nodes)
+from sklstruct._viterbi cimport (compute_emission_checked, compute_emission_checked_f32,
+                                 decode_best, lattice_nodes)
 
 cnp.import_array()
 
@@ -84,24 +83,25 @@ cdef bint _snapshot_indptr(const int* indptr, Py_ssize_t rows, long long stored,
 cdef bint _copy_canonical(const long long* indptr, const int* indices, const double* data,
                           Py_ssize_t rows, Py_ssize_t cols, double max_abs,
                           int* out_indices, double* out_data) noexcept nogil:
-    """Copy one sentence's entries, then check the copy: each row's column
-    indices increase strictly within [0, cols) (sorted, no duplicates: the
-    canonical form the general path produces) and every value is finite and
-    at most ``max_abs`` in absolute value; False if one does not.  The
-    copy is two ``memcpy`` and the checks are simple loops over it that the
-    compiler vectorises, with no dependence from one entry to the next."""
-    cdef Py_ssize_t r, j, a, b, nnz = indptr[rows]
+    """Copy one sentence's entries, checking on the way that each row's
+    column indices increase strictly within [0, cols) (sorted, no
+    duplicates: the canonical form the general path produces) and every
+    value is finite and at most ``max_abs`` in absolute value; False if one
+    does not.  One pass reads each entry once: the copy is bound by memory
+    (separate copy and check loops were slower)."""
+    cdef Py_ssize_t r, j
+    cdef int c, prev
     cdef bint bad = False
-    memcpy(out_indices, indices, nnz * sizeof(int))
-    memcpy(out_data, data, nnz * sizeof(double))
-    for j in range(nnz):
-        bad |= not (fabs(out_data[j]) <= max_abs)
+    cdef double v
     for r in range(rows):
-        a, b = indptr[r], indptr[r + 1]
-        if b > a:
-            bad |= (out_indices[a] < 0) | (out_indices[b - 1] >= cols)
-            for j in range(a + 1, b):
-                bad |= out_indices[j] <= out_indices[j - 1]
+        prev = -1                       # (so a negative index is caught too)
+        for j in range(indptr[r], indptr[r + 1]):
+            c = indices[j]
+            v = data[j]
+            bad |= (c <= prev) | (c >= cols) | (not fabs(v) <= max_abs)
+            prev = c
+            out_indices[j] = c
+            out_data[j] = v
     return not bad
 
 
@@ -115,7 +115,7 @@ cdef class CsrParts:
     cdef readonly object counts         # (n, 2) int64: rows, stored entries
     cdef readonly object offsets        # (n + 1,) int64: the first row of each sentence
     cdef readonly Py_ssize_t n_features
-    cdef readonly Py_ssize_t max_rows, max_nnz
+    cdef readonly Py_ssize_t max_rows
     cdef object _pointers               # (n, 3) uintp: the three arrays' data
 
 
@@ -137,7 +137,7 @@ def csr_parts(list X, Py_ssize_t n_features):
     pointers = np.empty((n, 3), dtype=np.uintp)
     cdef long long[:, ::1] cv = counts
     cdef size_t[:, ::1] pv = pointers
-    cdef Py_ssize_t max_rows = 0, max_nnz = 0
+    cdef Py_ssize_t max_rows = 0
     for i in range(n):
         x = X[i]
         if type(x) not in _CSR_TYPES:
@@ -159,7 +159,6 @@ def csr_parts(list X, Py_ssize_t n_features):
         cv[i, 0] = rows
         cv[i, 1] = ipp[rows]
         max_rows = max(max_rows, rows)
-        max_nnz = max(max_nnz, ipp[rows])
         pv[i, 0] = <size_t>ipp
         pv[i, 1] = <size_t>cnp.PyArray_DATA(ix)
         pv[i, 2] = <size_t>cnp.PyArray_DATA(dt)
@@ -171,7 +170,6 @@ def csr_parts(list X, Py_ssize_t n_features):
     np.cumsum(counts[:, 0], out=parts.offsets[1:])
     parts.n_features = max(n_features, 0)
     parts.max_rows = max_rows
-    parts.max_nnz = max_nnz
     parts._pointers = pointers
     return parts
 
@@ -229,11 +227,11 @@ def decode_parts(CsrParts parts, Py_ssize_t start, Py_ssize_t stop, const floati
     score overflows (the caller then takes the general path, which names
     the problem).
 
-    Each sentence is copied into a scratch buffer that stays in the cache,
-    checked as it is copied (:func:`_copy_canonical`), and decoded from the
-    copy: the kernel reads only entries that passed the check, even if
-    another thread rewrites the caller's arrays meanwhile, and the corpus
-    is read once, where stacking it wrote and read it again.  ``W``
+    Each sentence's entries are checked as its emission scores are summed
+    (:c:func:`sklstruct._viterbi.compute_emission_checked`, which reads
+    each index once, so that the kernel never reads W out of bounds even
+    if another thread rewrites the caller's arrays meanwhile), and the
+    corpus is read once, where stacking it wrote and read it again.  ``W``
     (n_features, L) and ``P`` (the packed chain of ``order``) must be those
     ``decode_corpus`` takes.
     """
@@ -249,14 +247,13 @@ def decode_parts(CsrParts parts, Py_ssize_t start, Py_ssize_t stop, const floati
     cdef const long long[::1] offsets = parts.offsets
     cdef Py_ssize_t n_nodes = lattice_nodes(parts.max_rows, L, order)
     cdef long long* ptr = <long long*>malloc((parts.max_rows + 1) * sizeof(long long))
-    cdef int* ix = <int*>malloc(max(parts.max_nnz, 1) * sizeof(int))
-    cdef double* dt = <double*>malloc(max(parts.max_nnz, 1) * sizeof(double))
+    cdef bint ok
     cdef double* E = <double*>malloc(parts.max_rows * L * sizeof(double))
     cdef double* delta = <double*>malloc(n_nodes * sizeof(double))
     cdef int* back = <int*>malloc(n_nodes * sizeof(int))
     cdef Py_ssize_t bad = -1
-    if ptr == NULL or ix == NULL or dt == NULL or E == NULL or delta == NULL or back == NULL:
-        free(ptr); free(ix); free(dt); free(E); free(delta); free(back)
+    if ptr == NULL or E == NULL or delta == NULL or back == NULL:
+        free(ptr); free(E); free(delta); free(back)
         raise MemoryError()
     with nogil:
         for s in range(start, stop):
@@ -268,18 +265,19 @@ def decode_parts(CsrParts parts, Py_ssize_t start, Py_ssize_t stop, const floati
                 _prefetch(<const void*>pv[s + 1, 0], (cv[s + 1, 0] + 1) * sizeof(int))
                 _prefetch(<const void*>pv[s + 1, 1], cv[s + 1, 1] * sizeof(int))
                 _prefetch(<const void*>pv[s + 1, 2], cv[s + 1, 1] * sizeof(double))
-            if not (_snapshot_indptr(<const int*>pv[s, 0], T, nnz, ptr)
-                    and _copy_canonical(ptr, <const int*>pv[s, 1], <const double*>pv[s, 2], T,
-                                        parts.n_features, max_abs, ix, dt)):
+            if not _snapshot_indptr(<const int*>pv[s, 0], T, nnz, ptr):
                 bad = s
                 break
             if floating is double:
-                compute_emission(ptr, ix, dt, 0, T, &W[0, 0], L, E)
+                ok = compute_emission_checked(ptr, <const int*>pv[s, 1], <const double*>pv[s, 2],
+                                              T, parts.n_features, max_abs, &W[0, 0], L, E)
             else:
-                compute_emission_f32(ptr, ix, dt, 0, T, &W[0, 0], L, E)
-            if not isfinite(decode_best(E, T, L, &P[0, 0], order, delta, back,
+                ok = compute_emission_checked_f32(ptr, <const int*>pv[s, 1],
+                                                  <const double*>pv[s, 2], T, parts.n_features,
+                                                  max_abs, &W[0, 0], L, E)
+            if not ok or not isfinite(decode_best(E, T, L, &P[0, 0], order, delta, back,
                                         &out[offsets[s]])):
                 bad = s
                 break
-    free(ptr); free(ix); free(dt); free(E); free(delta); free(back)
+    free(ptr); free(E); free(delta); free(back)
     return bad

@@ -16,6 +16,14 @@ cdef void compute_emission(const long long* indptr, const int* indices, const do
 cdef void compute_emission_f32(const long long* indptr, const int* indices, const double* data,
                                Py_ssize_t row0, Py_ssize_t T, const float* W, Py_ssize_t L,
                                double* E) noexcept nogil
+cdef bint compute_emission_checked(const long long* indptr, const int* indices,
+                                   const double* data, Py_ssize_t T, Py_ssize_t n_cols,
+                                   double max_abs, const double* W, Py_ssize_t L,
+                                   double* E) noexcept nogil
+cdef bint compute_emission_checked_f32(const long long* indptr, const int* indices,
+                                       const double* data, Py_ssize_t T, Py_ssize_t n_cols,
+                                       double max_abs, const float* W, Py_ssize_t L,
+                                       double* E) noexcept nogil
 
 cdef void add_hamming(double* E, Py_ssize_t T, Py_ssize_t L, const int* gold,
                       double cost) noexcept nogil

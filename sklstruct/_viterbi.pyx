@@ -41,6 +41,14 @@ cdef extern from "chain_simd.h":
                                                 const double* data, Py_ssize_t row0,
                                                 Py_ssize_t T, const float* W, Py_ssize_t L,
                                                 double* E) noexcept nogil
+    int _emission_checked "sklstruct_emission_checked"(
+        const long long* indptr, const int* indices, const double* data, Py_ssize_t T,
+        Py_ssize_t n_cols, double max_abs, const double* W, Py_ssize_t L,
+        double* E) noexcept nogil
+    int _emission_checked_f32 "sklstruct_emission_checked_f32"(
+        const long long* indptr, const int* indices, const double* data, Py_ssize_t T,
+        Py_ssize_t n_cols, double max_abs, const float* W, Py_ssize_t L,
+        double* E) noexcept nogil
     void _viterbi_step "sklstruct_viterbi_step"(const double* prev, const double* P,
                                                 double* cur, int* bk,
                                                 Py_ssize_t L) noexcept nogil
@@ -60,6 +68,25 @@ cdef void compute_emission_f32(const long long* indptr, const int* indices, cons
                                double* E) noexcept nogil:
     """:c:func:`compute_emission` for weights stored in float32 (summed in float64)."""
     _emission_f32(indptr, indices, data, row0, T, W, L, E)
+
+
+cdef bint compute_emission_checked(const long long* indptr, const int* indices,
+                                   const double* data, Py_ssize_t T, Py_ssize_t n_cols,
+                                   double max_abs, const double* W, Py_ssize_t L,
+                                   double* E) noexcept nogil:
+    """:c:func:`compute_emission` of a sentence of rows ``indptr[0]..[T]``
+    whose entries nothing has checked: each is checked as it is read (column
+    indices strictly increasing within [0, n_cols), values finite and at
+    most ``max_abs``); False at the first that fails."""
+    return _emission_checked(indptr, indices, data, T, n_cols, max_abs, W, L, E)
+
+
+cdef bint compute_emission_checked_f32(const long long* indptr, const int* indices,
+                                       const double* data, Py_ssize_t T, Py_ssize_t n_cols,
+                                       double max_abs, const float* W, Py_ssize_t L,
+                                       double* E) noexcept nogil:
+    """:c:func:`compute_emission_checked` for weights stored in float32."""
+    return _emission_checked_f32(indptr, indices, data, T, n_cols, max_abs, W, L, E)
 
 
 cdef void add_hamming(double* E, Py_ssize_t T, Py_ssize_t L, const int* gold,

@@ -11,6 +11,7 @@
 #define SKLSTRUCT_CHAIN_SIMD_H
 
 #include <Python.h>
+#include <math.h>
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define SKLSTRUCT_CLONES __attribute__((target_clones("avx2", "default")))
@@ -58,6 +59,50 @@ static void NAME(const long long *indptr, const int *indices, const double *data
 }
 SKLSTRUCT_EMISSION(sklstruct_emission, double)
 SKLSTRUCT_EMISSION(sklstruct_emission_f32, float)
+
+/* The same emission scores of one sentence that nothing has checked (a
+   sentence of a list, decoded where it lies): rows indptr[t]..indptr[t+1]
+   of T rows, indptr already checked (from 0, non-decreasing, within the
+   arrays).  Each entry is checked as it is read, and only then used: its
+   column index strictly above the row's previous one (sorted, no
+   duplicates, not negative) and below n_cols, its value finite and at most
+   max_abs in absolute value.  Returns 0 at the first entry that fails (E
+   is then garbage), 1 otherwise; the sums are those of the function above,
+   in the same order.  An index is read once, so that another thread
+   rewriting the caller's arrays cannot make W be read out of bounds; the
+   index of the row prefetched ahead is clamped for the same reason. */
+#define SKLSTRUCT_EMISSION_CHECKED(NAME, WTYPE)                                      \
+SKLSTRUCT_CLONES                                                                     \
+static int NAME(const long long *indptr, const int *indices, const double *data,    \
+                Py_ssize_t T, Py_ssize_t n_cols, double max_abs, const WTYPE *W,    \
+                Py_ssize_t L, double *E) {                                           \
+    enum { PF = 16 };                                                                \
+    const long long j1 = indptr[T];                                                  \
+    const Py_ssize_t row_bytes = L * (Py_ssize_t)sizeof(WTYPE);                      \
+    for (Py_ssize_t t = 0; t < T * L; t++) E[t] = 0.0;                               \
+    for (Py_ssize_t t = 0; t < T; t++) {                                             \
+        double *SKLSTRUCT_RESTRICT e = E + t * L;                                    \
+        int prev = -1;                                                               \
+        for (long long j = indptr[t]; j < indptr[t + 1]; j++) {                      \
+            if (j + PF < j1) {                                                       \
+                const int a = indices[j + PF];                                       \
+                const char *p = (const char *)(W + (Py_ssize_t)(                     \
+                    a >= 0 && a < n_cols ? a : 0) * L);                              \
+                for (Py_ssize_t b = 0; b < row_bytes; b += 64)                       \
+                    SKLSTRUCT_PREFETCH(p + b);                                       \
+            }                                                                        \
+            const int c = indices[j];                                                \
+            const double v = data[j];                                                \
+            if (c <= prev || c >= n_cols || !(fabs(v) <= max_abs)) return 0;        \
+            prev = c;                                                                \
+            const WTYPE *SKLSTRUCT_RESTRICT w = W + (Py_ssize_t)c * L;               \
+            for (Py_ssize_t l = 0; l < L; l++) e[l] += v * (double)w[l];             \
+        }                                                                            \
+    }                                                                                \
+    return 1;                                                                        \
+}
+SKLSTRUCT_EMISSION_CHECKED(sklstruct_emission_checked, double)
+SKLSTRUCT_EMISSION_CHECKED(sklstruct_emission_checked_f32, float)
 
 /* One step of first-order Viterbi: cur[y] = max over yp of prev[yp] +
    P[yp, y], bk[y] the smallest yp reaching it (yp ascends, only a strictly
