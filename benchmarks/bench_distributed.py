@@ -9,21 +9,27 @@ training file), log loss, 20 L-BFGS iterations (``--max-iter``):
 * ``dask``: the serial fit on lists beside the fit on bags from
   ``read_conll_bag`` (features computed on the workers by the fitted
   vectorizer) on a LocalCluster of 2 workers x 1 thread, each in a fresh
-  process: fit seconds (the cluster's start-up not counted), objective and
-  its relative difference, the calling process's peak memory (VmHWM),
-  and the bytes per objective evaluation that the design sends (theta to
-  each worker, one gradient back, the tree's transfers; computed, not
-  measured).
+  process, alternated ``--repeat`` times (medians): fit seconds (the
+  cluster's start-up and the workers' imports not counted, as the serial
+  process's are not), the CPU seconds the calling process and
+  the workers spent in the fit, objective and its relative difference, the
+  calling process's peak memory (VmHWM), and the bytes per objective
+  evaluation that the design sends (theta to each worker, one partial
+  gradient back from each; computed, not measured).
 
 * ``pipeline``: the issue's first target: ``make_pipeline(feature_set("chunking"),
   CRFTagger(max_iter=20))`` fitted serially on lists read from the training
   file cut into 8 files, beside the same pipeline fitted on the bags of
   ``read_conll_bag`` over those 8 files on a LocalCluster of 2 workers x 1
   thread (the vocabulary counted on the workers, the features computed
-  there), each in a fresh process: fit seconds, chunk F1 on test.txt, and
-  the calling process's and the workers' peak memory at the end of the fit;
+  there), each in a fresh process, alternated ``--repeat`` times (medians):
+  fit seconds, CPU seconds, chunk F1 on test.txt, and the calling process's
+  and the workers' peak memory at the end of the fit;
   ``--memory-limit MB`` gives each worker that limit (Dask pauses a worker
   at 80% of it and restarts it at 95%: a fit that ends stayed within it).
+
+The 1-minute load average is printed with each part: on a machine shared
+with other work, two workers get less than two CPUs, and the ratios say so.
 
 In the ``dask`` part the vectorizer's vocabulary is fitted in the calling
 process from the training file, so the client's peak includes that; in
@@ -42,7 +48,6 @@ import os
 import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -65,9 +70,10 @@ def part_threads(args):
 
     vectorizer, tokens, labels = features(args.data)
     X = vectorizer.transform(tokens)
-    per_iter, models = {1: [], 2: []}, {}
+    per_iter, models, loads = {1: [], 2: []}, {}, []
     for _ in range(args.repeat):
         for n_jobs in (1, 2):
+            loads.append(os.getloadavg()[0])
             model = CRFTagger(max_iter=args.max_iter, n_jobs=n_jobs)
             seconds = quiet_fit(model, X, labels)
             per_iter[n_jobs].append(seconds / model.n_iter_)
@@ -82,7 +88,8 @@ def part_threads(args):
     return ("## Threads: CRFTagger(n_jobs) per L-BFGS iteration\n\n"
             f"{args.max_iter} iterations, {args.repeat} alternating fits each; identical "
             f"models for n_jobs=1 and 2: {same}.  Target: n_jobs=2 <= 0.6x n_jobs=1.\n\n"
-            + "\n".join(rows) + "\n")
+            + "\n".join(rows) + "\n\n"
+            + timing_note(loads, [b / a for a, b in zip(per_iter[1], per_iter[2])]) + "\n")
 
 
 def peak_mb():
@@ -94,6 +101,34 @@ def peak_mb():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cpu_seconds():
+    """CPU seconds this process has used (user + system)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def warm_workers(client):
+    """Import on the workers what a fit on bags runs there, before the timer
+    starts, as the serial process has imported it before its own (a fresh
+    worker process spends about 1 s of CPU importing scikit-learn, SciPy and
+    sklstruct at its first task)."""
+    import importlib
+
+    for name in ("sklstruct", "sklstruct.datasets._conll_bag", "sklstruct.features._bags",
+                 "sklstruct.learners._crf_dask"):
+        client.run(importlib.import_module, name)
+
+
+def timed_fit(model, X, y, client=None):
+    """``(seconds, CPU seconds of this process, of the workers)`` of ``model.fit(X, y)``."""
+    workers0 = sum(client.run(cpu_seconds).values()) if client else 0.0
+    cpu0 = cpu_seconds()
+    seconds = quiet_fit(model, X, y)
+    cpu = cpu_seconds() - cpu0
+    workers = sum(client.run(cpu_seconds).values()) - workers0 if client else 0.0
+    return seconds, cpu, workers
 
 
 def split_files(data, directory, n_files=8):
@@ -128,9 +163,7 @@ def child_pipeline(args):
                 t, lab = read_conll(path)
                 tokens += t
                 labels += lab
-            tic = time.perf_counter()
-            quiet_fit(model, tokens, labels)
-            out["seconds"] = time.perf_counter() - tic
+            out["seconds"], out["cpu"], out["workers_cpu"] = timed_fit(model, tokens, labels)
             del tokens, labels
             out["peak_mb"] = peak_mb()
         else:
@@ -140,10 +173,9 @@ def child_pipeline(args):
             with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                               dashboard_address=None, memory_limit=limit) as cluster, \
                     Client(cluster) as client:
-                tic = time.perf_counter()
+                warm_workers(client)
                 X, y = read_conll_bag([str(p) for p in paths])
-                quiet_fit(model, X, y)
-                out["seconds"] = time.perf_counter() - tic
+                out["seconds"], out["cpu"], out["workers_cpu"] = timed_fit(model, X, y, client)
                 out["peak_mb"] = peak_mb()
                 out["worker_peak_mb"] = sorted(client.run(peak_mb).values())
     X_test, y_test = read_conll(Path(args.data) / "conll2000" / "test.txt")
@@ -152,27 +184,55 @@ def child_pipeline(args):
     print(json.dumps(out))
 
 
+def alternated(args, kinds, extra=()):
+    """Each child of ``kinds`` run in a fresh process, alternated
+    ``args.repeat`` times: ``({kind: [runs]}, [1-minute load averages])``."""
+    runs, loads = {kind: [] for kind in kinds}, []
+    for _ in range(args.repeat):
+        for kind in kinds:
+            cmd = [sys.executable, __file__, "--child", kind, "--data", str(args.data),
+                   "--max-iter", str(args.max_iter), *extra]
+            loads.append(os.getloadavg()[0])
+            text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            runs[kind].append(json.loads(text.strip().splitlines()[-1]))
+    return runs, loads
+
+
+def median_run(runs):
+    """The run of median seconds, with the median and all of them."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    return dict(ordered[(len(ordered) - 1) // 2],
+                all=", ".join(f"{r['seconds']:.1f}" for r in runs))
+
+
+def timing_note(loads, ratios):
+    return (f"Ratios of the alternated pairs: {', '.join(f'{r:.2f}' for r in ratios)}; "
+            f"1-minute load average before each fit: {min(loads):.1f}-{max(loads):.1f} "
+            f"on {os.cpu_count()} CPUs.")
+
+
 def part_pipeline(args):
-    runs = {}
-    for kind in ("pipeline-serial", "pipeline-dask"):
-        cmd = [sys.executable, __file__, "--child", kind, "--data", str(args.data),
-               "--max-iter", str(args.max_iter), "--memory-limit", str(args.memory_limit)]
-        text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-        runs[kind] = json.loads(text.strip().splitlines()[-1])
-    s, d = runs["pipeline-serial"], runs["pipeline-dask"]
-    rows = ["| fit | seconds | chunk F1 | objective | client peak MB | workers' peak MB |",
-            "|---|---|---|---|---|---|"]
+    kinds = ("pipeline-serial", "pipeline-dask")
+    runs, loads = alternated(args, kinds, ["--memory-limit", str(args.memory_limit)])
+    s, d = (median_run(runs[k]) for k in kinds)
+    ratios = [b["seconds"] / a["seconds"] for a, b in zip(*(runs[k] for k in kinds))]
+    rows = ["| fit | seconds (median) | all runs | CPU s: client + workers | chunk F1 | "
+            "objective | client peak MB | workers' peak MB |",
+            "|---|---|---|---|---|---|---|---|"]
     limit = f", memory_limit {args.memory_limit} MB each" if args.memory_limit else ""
     for name, r in (("serial, lists", s), (f"LocalCluster 2x1{limit}, bags of 8 files", d)):
         workers = ", ".join(f"{m:.0f}" for m in r.get("worker_peak_mb", [])) or "-"
-        rows.append(f"| {name} | {r['seconds']:.1f} | {r['f1']:.2f} | {r['objective']:.10g} | "
+        rows.append(f"| {name} | {r['seconds']:.1f} | {r['all']} | {r['cpu']:.1f} + "
+                    f"{r['workers_cpu']:.1f} | {r['f1']:.2f} | {r['objective']:.10g} | "
                     f"{r['peak_mb']:.0f} | {workers} |")
+    peak = np.median([r["peak_mb"] for r in runs[kinds[1]]]) / np.median(
+        [r["peak_mb"] for r in runs[kinds[0]]])
     return ("## The pipeline on bags from 8 files beside the serial pipeline on lists\n\n"
             "``make_pipeline(feature_set(\"chunking\"), CRFTagger(max_iter="
             f"{args.max_iter}))``.\n\n" + "\n".join(rows) + "\n\n"
-            f"Time ratio bags / serial: {d['seconds'] / s['seconds']:.2f} (target <= 0.7); "
-            f"F1 difference {d['f1'] - s['f1']:+.2f} (target within 0.3); client peak ratio "
-            f"{d['peak_mb'] / s['peak_mb']:.2f} (target <= 0.5).\n")
+            f"Time ratio bags / serial (medians): {d['seconds'] / s['seconds']:.2f} (target "
+            f"<= 0.7); F1 difference {d['f1'] - s['f1']:+.2f} (target within 0.3); client "
+            f"peak ratio (medians) {peak:.2f} (target <= 0.5).  {timing_note(loads, ratios)}\n")
 
 
 def child(args):
@@ -187,7 +247,7 @@ def child(args):
     if args.child == "serial":
         X = vectorizer.transform(tokens)
         del tokens
-        out["seconds"] = quiet_fit(model, X, labels)
+        out["seconds"], out["cpu"], out["workers_cpu"] = timed_fit(model, X, labels)
     else:
         from distributed import Client, LocalCluster
 
@@ -195,11 +255,12 @@ def child(args):
 
         del tokens, labels
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster):
+                          dashboard_address=None) as cluster, Client(cluster) as client:
             tok_bag, y = read_conll_bag(Path(args.data) / "conll2000" / "train.txt",
                                         partitions_per_file=args.partitions)
-            X = tok_bag.map_partitions(vectorizer.transform)
-            out["seconds"] = quiet_fit(model, X, y)
+            X = vectorizer.transform(tok_bag)      # (on the workers, partition by partition)
+            warm_workers(client)
+            out["seconds"], out["cpu"], out["workers_cpu"] = timed_fit(model, X, y, client)
     n_theta = (len(model.classes_) + 2) * len(model.classes_) + int(
         np.count_nonzero(model.coef_))
     out.update(objective=model.objective_, n_iter=model.n_iter_, n_theta=n_theta,
@@ -208,29 +269,28 @@ def child(args):
 
 
 def part_dask(args):
-    runs = {}
-    for kind in ("serial", "dask"):
-        cmd = [sys.executable, __file__, "--child", kind, "--data", str(args.data),
-               "--max-iter", str(args.max_iter), "--partitions", str(args.partitions)]
-        text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-        runs[kind] = json.loads(text.strip().splitlines()[-1])
-    s, d = runs["serial"], runs["dask"]
+    kinds = ("serial", "dask")
+    runs, loads = alternated(args, kinds, ["--partitions", str(args.partitions)])
+    s, d = (median_run(runs[k]) for k in kinds)
+    ratios = [b["seconds"] / a["seconds"] for a, b in zip(*(runs[k] for k in kinds))]
     n_theta, P = d["n_theta"], args.partitions
-    # theta to each of 2 workers, the summed gradient back, and at most P - 1
-    # partial gradients between workers in the tree (an upper bound)
-    per_eval = 8 * n_theta * (2 + 1 + (P - 1))
-    rows = ["| fit | seconds | iterations | objective | client peak MB |", "|---|---|---|---|---|",
-            f"| serial, lists | {s['seconds']:.1f} | {s['n_iter']} | {s['objective']:.10g} | "
-            f"{s['peak_mb']:.0f} |",
-            f"| LocalCluster 2x1, bags ({P} partitions) | {d['seconds']:.1f} | {d['n_iter']} | "
-            f"{d['objective']:.10g} | {d['peak_mb']:.0f} |"]
+    # theta to each of the 2 workers, one partial gradient back from each
+    # (their partitions are consecutive runs: nothing moves between workers)
+    per_eval = 8 * n_theta * (2 + 2)
+    rows = ["| fit | seconds (median) | all runs | CPU s: client + workers | iterations | "
+            "objective | client peak MB |", "|---|---|---|---|---|---|---|"]
+    for name, r in (("serial, lists", s), (f"LocalCluster 2x1, bags ({P} partitions)", d)):
+        rows.append(f"| {name} | {r['seconds']:.1f} | {r['all']} | {r['cpu']:.1f} + "
+                    f"{r['workers_cpu']:.1f} | {r['n_iter']} | {r['objective']:.10g} | "
+                    f"{r['peak_mb']:.0f} |")
     rel = abs(d["objective"] - s["objective"]) / abs(s["objective"])
     return ("## Dask: CRFTagger on bags beside the serial fit on lists\n\n"
             + "\n".join(rows) + "\n\n"
-            f"Time ratio bags / serial: {d['seconds'] / s['seconds']:.2f} (target <= 0.7); "
-            f"objective relative difference {rel:.2e} (target <= 1e-6); client peak "
+            f"Time ratio bags / serial (medians): {d['seconds'] / s['seconds']:.2f} (target "
+            f"<= 0.7); objective relative difference {rel:.2e} (target <= 1e-6); client peak "
             f"ratio {d['peak_mb'] / s['peak_mb']:.2f}.  Bytes per objective evaluation "
-            f"(computed): at most {per_eval / 2**20:.1f} MiB ({n_theta} parameters).\n")
+            f"(computed): at most {per_eval / 2**20:.1f} MiB ({n_theta} parameters).  "
+            f"{timing_note(loads, ratios)}\n")
 
 
 def main(argv=None):
@@ -249,8 +309,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.child:
         return child(args)
-    body = [f"Machine: {os.cpu_count()} CPUs (shared with other work while measured: "
-            "timings are noisy).\n"]
+    body = [f"Machine: {os.cpu_count()} CPUs, shared with other work while measured (the "
+            "load averages are given with each part): timings are noisy.\n"]
     if "threads" in args.part:
         body.append(part_threads(args))
     if "dask" in args.part:

@@ -7,13 +7,15 @@ or parameter mixing does (Spark's treeAggregate, dask-glm, xgboost.dask):
 
 * :func:`partition_futures` computes one object per partition on the
   workers (a learner's view of its sentences) and keeps it there, as a
-  future: the client never holds the corpus, and the data is not shipped
-  again at each step;
-* :func:`share` sends a small state (the weight vector) to the cluster once
-  worker once per step;
-* :func:`tree_sum` adds per-partition results on the cluster in a binary
-  tree fixed by the partition order, so that the sum, to the bit, does not
-  depend on how many workers there are or which one holds what;
+  future, each worker given a run of consecutive partitions
+  (:func:`placement`): the client never holds the corpus, and the data is
+  not shipped again at each step;
+* :func:`share` sends a state (the weight vector) to the cluster once per
+  step;
+* :func:`tree_reduce` adds per-partition results in a binary tree fixed by
+  the partition order, each worker the nodes of its own partitions and the
+  client the rest, so that the sum, to the bit, does not depend on how many
+  workers there are or which one holds what;
 * :func:`gather` brings results back and turns a lost worker into one clear
   error (the scheduler first recomputes what a dead worker held, from the
   bags' graph, a few times; see ``distributed.scheduler.allowed-failures``).
@@ -22,6 +24,7 @@ Dask is optional: nothing here imports it before a bag is given.
 """
 import operator
 import sys
+from collections.abc import Sequence
 
 
 def is_bag(obj):
@@ -55,15 +58,40 @@ def check_bags(X, y, what):
                          "they must be partitioned alike (read_conll_bag gives such bags)")
 
 
+def placement(client, n):
+    """The worker address for each of ``n`` partitions: runs of consecutive
+    partitions, one run per worker (sorted), cut as ``np.array_split``
+    cuts; None for all when the cluster has no worker."""
+    import numpy as np
+
+    workers = sorted(client.scheduler_info()["workers"])
+    where = [None] * n
+    for worker, run in zip(workers, np.array_split(np.arange(n), len(workers) or 1)):
+        for i in run:
+            where[i] = worker if workers else None
+    return where
+
+
 def partition_futures(client, fn, X, y, *args):
     """Futures of ``fn(X_part, y_part, *args)`` for every partition, in
     partition order, computed on the workers from the bags' graph (which
-    also lets the scheduler recompute one a dead worker held)."""
+    also lets the scheduler recompute one a dead worker held).  Each worker
+    computes a run of consecutive partitions (:func:`placement`; elsewhere
+    if it is busy or gone), so that what is added in partition order
+    (:func:`tree_reduce`) is mostly added where it lies."""
     import dask
 
     task = dask.delayed(fn, pure=True)
     parts = [task(dx, dy, *args) for dx, dy in zip(X.to_delayed(), y.to_delayed())]
-    return client.compute(parts)
+    where = placement(client, len(parts))
+    futures = [None] * len(parts)
+    for worker in dict.fromkeys(where):
+        run = [i for i, w in enumerate(where) if w == worker]
+        computed = client.compute([parts[i] for i in run], allow_other_workers=True,
+                                  workers=None if worker is None else [worker])
+        for i, future in zip(run, computed):
+            futures[i] = future
+    return futures
 
 
 def holders(client, futures):
@@ -95,22 +123,29 @@ def share(client, value):
     return client.scatter(value, hash=False)
 
 
-def tree_sum(client, futures):
-    """A future of the sum of ``futures``' values, added pairwise in a
-    binary tree fixed by their order (independent of the workers)."""
-    level = list(futures)
-    if not level:
-        raise ValueError("tree_sum: nothing to add")
-    while len(level) > 1:
-        pairs = [client.submit(operator.add, a, b, pure=False)
-                 for a, b in zip(level[0::2], level[1::2])]
-        level = pairs + level[len(pairs) * 2:]
-    return level[0]
+def tree_reduce(n, known, add=operator.add):
+    """Add what can be added of the binary tree over ``n`` leaves, fixed by
+    their order, from its nodes ``known`` (a dict ``{(level, index): value}``,
+    leaves at level 0): node ``(l + 1, i)`` is ``(l, 2i) + (l, 2i + 1)``, and
+    the last node of a level of odd size is carried up as it is.  Returns
+    the nodes left (whose parents could not be made): the root alone,
+    ``{(top, 0): sum}``, when every leaf, or what covers them, was known.
 
-
-def item(client, futures, i):
-    """Futures of ``value[i]`` for each future (a task's tuple, split where it lies)."""
-    return [client.submit(operator.getitem, f, i, pure=False) for f in futures]
+    A worker reduces the leaves it holds, the client the nodes the workers
+    return: every sum is made of the same two terms wherever it is made, so
+    the total does not depend on which worker held which leaf.  ``add`` may
+    add into its first argument (each value is used once)."""
+    known = dict(known)
+    size, level = n, 0
+    while size > 1:
+        for i in range(size // 2):
+            a, b = (level, 2 * i), (level, 2 * i + 1)
+            if a in known and b in known:
+                known[(level + 1, i)] = add(known.pop(a), known.pop(b))
+        if size % 2 and (level, size - 1) in known:
+            known[(level + 1, size // 2)] = known.pop((level, size - 1))
+        size, level = (size + 1) // 2, level + 1
+    return known
 
 
 class lost_workers:
@@ -152,8 +187,15 @@ def release(futures):
 
 
 def _call_on_partition(part, model, method):
-    part = list(part)
-    return list(getattr(model, method)(part)) if part else []
+    if not isinstance(part, Sequence):
+        part = list(part)
+    if not len(part):
+        return []
+    out = getattr(model, method)(part)
+    # a vectorizer's StackedSentences stays one stacked matrix (a sequence of
+    # sentences, as a bag's partition may be): cutting it into a matrix per
+    # sentence cost twice its transform, and the learner stacks it again
+    return out if isinstance(out, Sequence) else list(out)
 
 
 def map_bag(model, X, method):

@@ -65,12 +65,17 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def block_ranges(n_jobs, block, n_sentences):
+def block_ranges(n_jobs, block, n_sentences, per_thread=1):
     """(start, stop) sentence ranges of whole blocks of ``block`` sentences,
-    one range per thread of ``n_jobs``."""
+    ``per_thread`` ranges per thread of ``n_jobs`` (one range for one
+    thread): :func:`run`'s threads take the next range as they finish one,
+    so with several per thread one that its CPU gives less time (a machine
+    shared with other work) takes fewer, instead of the others waiting for
+    it."""
     n_blocks = -(-n_sentences // block)
-    n_jobs = n_threads(n_jobs, n_blocks)
-    cuts = np.linspace(0, n_blocks, n_jobs + 1).round().astype(int) * block
+    k = n_threads(n_jobs, n_blocks)
+    k = min(k * per_thread, n_blocks) if k > 1 else k
+    cuts = np.linspace(0, n_blocks, k + 1).round().astype(int) * block
     return [(int(a), int(min(b, n_sentences))) for a, b in zip(cuts[:-1], cuts[1:])
             if a < min(b, n_sentences)]
 

@@ -6,14 +6,15 @@ import numpy as np
 
 from .._dask import gather, partition_futures, release, submit_each
 from .._validation import check_label_sequences
-from ..chain import as_stacked
+from ..chain import StackedSentences, as_stacked
 from ._base import ChainTagger
 
 
 # -- on the workers: plain module functions (pickled by reference) --------------------
 def stack_partition(X_part, y_part, n_features):
     """One partition, stacked and checked: (StackedSentences, label sequences)."""
-    data = as_stacked(list(X_part), n_features)
+    data = as_stacked(X_part if isinstance(X_part, StackedSentences) else list(X_part),
+                      n_features)
     y_part = list(y_part)
     check_label_sequences(y_part, data.lengths)
     return data, y_part

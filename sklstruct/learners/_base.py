@@ -147,17 +147,25 @@ class ChainTagger(ConfidenceMixin, BaseEstimator):
         fitted by :meth:`calibrate`)."""
         self.__dict__.pop("calibration_", None)
 
-    def _set_theta(self, theta, classes, n_features):
+    def _set_theta(self, theta, classes, n_features, states=None):
         """Publish a weight vector laid out as [W.ravel(), P.ravel()] (the CRF
         and boosting; P with trigram rows for a second-order chain) as the
-        learned attributes."""
+        learned attributes.  ``states``: W is given only at these sorted flat
+        indices ``f * L + l`` (the rest 0), and ``coef_`` is filled from them
+        directly (no dense W beside it: a third of the end-of-fit peak on
+        CoNLL-2000)."""
         F, L = n_features, len(classes)
+        n_w = F * L if states is None else len(states)
         self._new_weights()
         self.classes_ = classes
         self.n_features_in_ = F
-        self.coef_ = theta[:F * L].reshape(F, L).T.copy()
+        if states is None:
+            self.coef_ = theta[:n_w].reshape(F, L).T.copy()
+        else:
+            self.coef_ = np.zeros((L, F))
+            self.coef_.reshape(-1)[(states % L) * F + states // L] = theta[:n_w]
         (self.transition_coef_, self.start_coef_, self.end_coef_,
-         self.trigram_coef_) = unpack_chain(theta[F * L:].reshape(-1, L))
+         self.trigram_coef_) = unpack_chain(theta[n_w:].reshape(-1, L))
 
     def _set_weights(self, W, P):
         """Publish W (F, L) and P (packed chain) as coef_ and the chain

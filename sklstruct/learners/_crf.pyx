@@ -196,12 +196,13 @@ def emission_gradient(ChainData data, const double[:, ::1] node, Py_ssize_t f0,
     One call computes whole rows of G, each summed over X's rows in
     ascending order: any split of the features over threads gives the
     same bits.  Each call reads all of X's rows but only its columns'
-    entries (a row's column indices are sorted, so they are one run).
+    entries (a row's column indices are sorted, so they are one run, found
+    by bisection: many ranges cost little more than one).
     Measured on CoNLL-2000, this scatter by rows ran about 2x faster than
     the same product gathered by columns from a transposed copy (whose
     random reads of ``node`` did not overlap as these writes do).
     """
-    cdef Py_ssize_t r, j, j0, j1, l, L = G.shape[1], n_rows = data.c.offsets[data.c.n_sentences]
+    cdef Py_ssize_t r, j, j0, j1, mid, l, L = G.shape[1], n_rows = data.c.offsets[data.c.n_sentences]
     cdef double v
     cdef const double* row
     cdef double* g
@@ -216,9 +217,15 @@ def emission_gradient(ChainData data, const double[:, ::1] node, Py_ssize_t f0,
         memset(&G[f0, 0], 0, (f1 - f0) * L * sizeof(double))
         for r in range(n_rows):
             j0, j1 = data.c.indptr[r], data.c.indptr[r + 1]
-            # the row's entries with f0 <= column < f1: a contiguous run
-            while j0 < j1 and idx[j0] < f0:
-                j0 += 1
+            # the row's entries with f0 <= column < f1: a contiguous run,
+            # from the first column >= f0 (bisection)
+            while j0 < j1:
+                mid = (j0 + j1) >> 1
+                if idx[mid] < f0:
+                    j0 = mid + 1
+                else:
+                    j1 = mid
+            j1 = data.c.indptr[r + 1]
             row = &node[r, 0]
             for j in range(j0, j1):
                 if idx[j] >= f1:

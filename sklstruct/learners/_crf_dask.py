@@ -4,14 +4,17 @@ L-BFGS runs on the client, as in a serial fit
 (:meth:`sklstruct.CRFTagger._objective` is the same code); what it calls
 the shards is :class:`BagShards`, whose shards are
 :class:`._crf_shard.CRFShard` objects built on the workers, one per
-partition, from the partitions themselves, and kept there (futures).  Per
-evaluation, theta goes out to each worker once; each shard returns its
-values (one float per sentence, or per token for the pointwise losses) and
-its gradient, the gradients are added on the cluster in a tree fixed by the
-partition order (:func:`sklstruct.tree_sum`), and the client gets
-the values and one gradient back.  The values are concatenated in sentence
-order, so the loss is computed from the very array of a serial fit; only
-the order of the gradient's sums differs (partial sums per partition).
+partition, from the partitions themselves, and kept there (futures), each
+worker holding a run of consecutive partitions.  Per evaluation, theta is
+sent to the cluster once and one task runs on each worker: it evaluates the
+worker's shards and adds their gradients in the tree fixed by the partition
+order (:func:`sklstruct._dask.tree_reduce`), as far as its partitions go; the
+client gets each shard's values (one float per sentence, or per token for
+the pointwise losses) and one partial gradient per worker (or a few, when a
+worker holds partitions that are not consecutive), and completes the tree.
+The values are concatenated in sentence order, so the loss is computed from
+the very array of a serial fit; only the order of the gradient's sums
+differs (partial sums per partition), the same for any number of workers.
 
 Set-up, before the first evaluation: the workers stack and check their
 partitions and send back their sentence lengths and labels; the client
@@ -21,8 +24,8 @@ the columns its sentences use (``compact``).
 """
 import numpy as np
 
-from .._dask import (active_client, check_bags, gather, holders, item, lost_workers,
-                     pinned, release, share, submit_each, tree_sum)
+from .._dask import (active_client, check_bags, gather, holders, lost_workers, pinned,
+                     release, share, submit_each, tree_reduce)
 from ._bag_data import bag_partitions, partition_codes
 from ._crf_shard import CRFShard, seen_states
 
@@ -43,8 +46,26 @@ def _n_theta(shard):
     return shard.n_theta
 
 
-def _evaluate(shard, theta, pointwise, grad_weights):
-    return shard.values(theta, pointwise, grad_weights)
+def _add_into(a, b):
+    a += b
+    return a
+
+
+def _evaluate_run(theta, pointwise, n_parts, indices, weights, *shards):
+    """The values of ``shards`` (partitions ``indices`` of ``n_parts``) at
+    theta and, with ``weights`` (one loss weight triple per shard, not
+    None), the nodes of the partitions' gradient tree they make:
+    ``(values, nodes)``."""
+    values, nodes = [], {}
+    for i, shard, w in zip(indices, shards, weights):
+        out = shard.values(theta, pointwise, w)
+        if w is None:
+            values.append(out)
+        else:
+            values.append(out[0])
+            nodes[(0, i)] = out[1]
+            nodes = tree_reduce(n_parts, nodes, _add_into)  # (at most log2(n) vectors held)
+    return values, nodes
 
 
 # -- on the client --------------------------------------------------------------------
@@ -67,7 +88,11 @@ class BagShards:
 
     def __init__(self, client, shards, sent_counts, tok_counts, keep=()):
         self.client, self.shards, self._keep = client, shards, list(keep)
-        self._where = holders(client, shards)
+        # the shards of each worker (one task per worker and evaluation)
+        runs = {}
+        for i, where in enumerate(holders(client, shards)):
+            runs.setdefault(None if where is None else where[0], []).append(i)
+        self._runs = list(runs.items())
         self._sent = np.concatenate([[0], np.cumsum(sent_counts)])
         self._tok = np.concatenate([[0], np.cumsum(tok_counts)])
         self._weights = (None, None)       # (the last weights, their futures)
@@ -95,25 +120,27 @@ class BagShards:
             return self._values(theta, pointwise, grad_weights)
 
     def _values(self, theta, pointwise, grad_weights):
-        client = self.client
+        client, n = self.client, len(self.shards)
         theta_f = share(client, theta)
-        if grad_weights is None:
-            parts = submit_each(client, _evaluate, self.shards, theta_f, pointwise, None,
-                                      where=self._where)
-            try:
-                return np.concatenate(gather(client, parts, _WHAT))
-            finally:
-                release(parts + [theta_f])
-        weights = self._split(grad_weights)
-        parts = [client.submit(_evaluate, s, theta_f, pointwise, w, **pinned(where))
-                 for s, w, where in zip(self.shards, weights, self._where)]
-        values = item(client, parts, 0)
-        total = tree_sum(client, item(client, parts, 1))
+        weights = [None] * n if grad_weights is None else self._split(grad_weights)
+        tasks = [client.submit(_evaluate_run, theta_f, pointwise, n, run,
+                               [weights[i] for i in run], *[self.shards[i] for i in run],
+                               **pinned(None if where is None else [where]))
+                 for where, run in self._runs]
         try:
-            *values, grad = gather(client, values + [total], _WHAT)
+            results = gather(client, tasks, _WHAT)
         finally:
-            release(parts + values + [total, theta_f])
-        return np.concatenate(values), grad
+            release(tasks + [theta_f])
+        values, nodes = [None] * n, {}
+        for (_, run), (run_values, run_nodes) in zip(self._runs, results):
+            for i, v in zip(run, run_values):
+                values[i] = v
+            nodes.update(run_nodes)
+        values = np.concatenate(values)
+        if grad_weights is None:
+            return values
+        (grad,) = tree_reduce(n, nodes).values()
+        return values, grad
 
     def close(self):
         release([self.shards, self._weights[1] or [], self._keep])
@@ -128,20 +155,21 @@ def bag_problem(estimator, X, y, warm):
     n_features = estimator.n_features_in_ if warm else None
     parts, F, labels, lengths = bag_partitions(client, X, y, n_features, _WHAT)
     try:
+        where = holders(client, parts)   # (each task runs where its partition lies)
         classes = estimator.classes_ if warm else np.unique(np.concatenate(labels))
         L = len(classes)
         classes_f = share(client, classes)
         states = None
         if not estimator.all_possible_states:
-            seen = gather(client, submit_each(client, _seen, parts, classes_f),
-                                _WHAT)
+            seen = gather(client, submit_each(client, _seen, parts, classes_f, where=where),
+                          _WHAT)
             states = estimator._states(np.unique(np.concatenate(seen)),
                                        estimator.coef_.T if warm else None)
         states_f = None if states is None else share(client, states)
         shards = submit_each(client, _shard, parts, classes_f, estimator._n_chain(L),
-                                   states_f)
+                             states_f, where=where)
         # the shards are built (and their errors raised) before L-BFGS starts
-        gather(client, submit_each(client, _n_theta, shards), _WHAT)
+        gather(client, submit_each(client, _n_theta, shards, where=where), _WHAT)
     finally:
         release(parts)
     meta = _Meta(np.concatenate(lengths))

@@ -128,8 +128,9 @@ class CRFShard:
             m = self.data.matrix
             F, L = m.shape[1], self.L
             k = n_threads(self.n_jobs, F)
-            # k ranges of features with equal nonzero counts: each thread
-            # reads all rows of X, and the nonzeros of its features
+            k = 4 * k if k > 1 else k      # (several per thread, as block_ranges)
+            # k ranges of features with equal nonzero counts: each reads all
+            # rows of X, and the nonzeros of its features
             cum = np.cumsum(np.bincount(m.indices, minlength=F))
             cuts = np.r_[0, np.searchsorted(cum, np.linspace(0, m.nnz, k + 1)[1:-1]), F]
             features = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if a < b]
@@ -137,7 +138,8 @@ class CRFShard:
             if self._index is not None:
                 W, G = np.zeros(F * L), np.empty((F, L))
             self._buffers = (self.data.chain_data(), np.empty((m.shape[0], L)), W, G,
-                             block_ranges(self.n_jobs, BLOCK, len(self.data)), features)
+                             block_ranges(self.n_jobs, BLOCK, len(self.data), per_thread=4),
+                             features)
         return self._buffers
 
     def _weights(self, theta, W_buffer):

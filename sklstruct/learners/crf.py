@@ -351,7 +351,7 @@ class CRFTagger(ChainTagger):
                     else "the line search failed: scale the features (or C) down")
             warnings.warn(f"L-BFGS stopped after {result.nit} iterations without converging "
                           f"({result.message}); {hint}", ConvergenceWarning)
-        self._set_theta(self._full_theta(full(result.x), F, L, states), classes, F)
+        self._set_theta(full(result.x), classes, F, states)
         self.n_iter_ = int(result.nit)
         self.objective_ = float(result.fun)
         self.history_ = history

@@ -220,3 +220,21 @@ def test_predict_during_refits_in_another_thread_never_crashes():
                 failures.append(str(exc))
     thread.join()
     assert all(failures), failures
+
+
+@pytest.mark.parametrize("n_jobs, n_sentences, per_thread", [
+    (1, 3000, 4), (2, 0, 4), (2, 100, 4), (2, 1000, 4), (2, 9000, 4), (2, 9000, 1)])
+def test_block_ranges_are_whole_blocks_several_per_thread(n_jobs, n_sentences, per_thread):
+    """block_ranges: consecutive ranges of whole blocks covering the
+    sentences, one for one thread, else up to per_thread per thread."""
+    from sklstruct._parallel import block_ranges, n_threads
+    ranges = block_ranges(n_jobs, 256, n_sentences, per_thread=per_thread)
+    if n_sentences == 0:
+        assert ranges == []
+        return
+    assert ranges[0][0] == 0 and ranges[-1][1] == n_sentences
+    assert all(b == c for (_, b), (c, _) in zip(ranges, ranges[1:]))
+    assert all(a % 256 == 0 and a < b for a, b in ranges)
+    n_blocks = -(-n_sentences // 256)
+    k = n_threads(n_jobs, n_blocks)
+    assert len(ranges) == (1 if k == 1 else min(k * per_thread, n_blocks))

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from sklstruct import SequenceVectorizer, feature_set
+from sklstruct.chain import StackedSentences
 from sklstruct.datasets import make_chunking_corpus
 
 pytest.importorskip("distributed")
@@ -39,6 +40,8 @@ def test_the_vocabulary_and_features_of_a_serial_fit(client, sentences, make):
     assert getattr(on_bag, "vocabulary_", None) == getattr(serial, "vocabulary_", None)
     expected = serial.transform(sentences)
     for Z in (on_bag.transform(bag), make().fit_transform(bag)):
+        # a partition stays one stacked matrix (not a matrix per sentence)
+        assert isinstance(Z.to_delayed()[0].compute(), StackedSentences)
         got = Z.compute()
         assert len(got) == len(sentences)
         for a, b in zip(got, expected):

@@ -131,3 +131,50 @@ def test_a_worker_killed_mid_fit_fails_clearly_or_recovers(client, monkeypatch):
     else:
         assert model.objective_ == pytest.approx(serial.objective_, rel=1e-8)
     client.wait_for_workers(2, timeout=60)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 9])
+def test_the_gradient_tree_is_the_same_whoever_adds(n):
+    """tree_reduce: each of k workers adds what it can of its leaves, the
+    client the rest; the sum is the one-process sum to the bit, for any
+    split of the leaves."""
+    from sklstruct._dask import tree_reduce
+
+    rng = np.random.default_rng(n)
+    leaves = {(0, i): rng.standard_normal(50) * 10.0 ** rng.integers(-8, 8, 50)
+              for i in range(n)}
+    (whole,) = tree_reduce(n, leaves).values()
+    level = [leaves[(0, i)] for i in range(n)]      # the pairwise tree, written out
+    while len(level) > 1:
+        level = [a + b for a, b in zip(level[0::2], level[1::2])] + level[len(level) // 2 * 2:]
+    assert np.array_equal(whole, level[0])
+    for k in (2, 3):
+        owner = rng.integers(0, k, n)
+        nodes = {}
+        for w in range(k):
+            mine = {key: v.copy() for key, v in leaves.items() if owner[key[1]] == w}
+            nodes.update(tree_reduce(n, mine))
+        (total,) = tree_reduce(n, nodes).values()
+        assert np.array_equal(total, whole)
+
+
+def test_each_worker_holds_a_run_and_runs_one_task(client):
+    """The partitions are made on the workers in runs of consecutive ones
+    (placement), and an evaluation is one task per worker."""
+    from sklstruct._dask import holders, placement
+    from sklstruct.learners._bag_data import bag_partitions
+
+    X, y = problem()
+    bags = db.from_sequence(X, npartitions=4), db.from_sequence(y, npartitions=4)
+    workers = sorted(client.scheduler_info()["workers"])
+    assert placement(client, 5) == [workers[0]] * 3 + [workers[1]] * 2
+    parts, *_ = bag_partitions(client, *bags, None, "test")
+    try:
+        assert [w[0] for w in holders(client, parts)] == [workers[0]] * 2 + [workers[1]] * 2
+    finally:
+        _crf_dask.release(parts)
+    shards, *_ = _crf_dask.bag_problem(CRFTagger(), *bags, False)
+    try:
+        assert [run for _, run in shards._runs] == [[0, 1], [2, 3]]
+    finally:
+        shards.close()
