@@ -13,9 +13,7 @@
 cdef void compute_emission(const long long* indptr, const int* indices, const double* data,
                            Py_ssize_t row0, Py_ssize_t T, const double* W, Py_ssize_t L,
                            double* E) noexcept nogil
-cdef void compute_emission_f32(const long long* indptr, const int* indices, const double* data,
-                               Py_ssize_t row0, Py_ssize_t T, const float* W, Py_ssize_t L,
-                               double* E) noexcept nogil
+# (the _f32 variants: W stored in float32, the sums in float64)
 cdef bint compute_emission_checked(const long long* indptr, const int* indices,
                                    const double* data, Py_ssize_t T, Py_ssize_t n_cols,
                                    double max_abs, const double* W, Py_ssize_t L,

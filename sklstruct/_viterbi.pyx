@@ -63,21 +63,13 @@ cdef void compute_emission(const long long* indptr, const int* indices, const do
     _emission(indptr, indices, data, row0, T, W, L, E)
 
 
-cdef void compute_emission_f32(const long long* indptr, const int* indices, const double* data,
-                               Py_ssize_t row0, Py_ssize_t T, const float* W, Py_ssize_t L,
-                               double* E) noexcept nogil:
-    """:c:func:`compute_emission` for weights stored in float32 (summed in float64)."""
-    _emission_f32(indptr, indices, data, row0, T, W, L, E)
-
-
 cdef bint compute_emission_checked(const long long* indptr, const int* indices,
                                    const double* data, Py_ssize_t T, Py_ssize_t n_cols,
                                    double max_abs, const double* W, Py_ssize_t L,
                                    double* E) noexcept nogil:
-    """:c:func:`compute_emission` of a sentence of rows ``indptr[0]..[T]``
-    whose entries nothing has checked: each is checked as it is read (column
-    indices strictly increasing within [0, n_cols), values finite and at
-    most ``max_abs``); False at the first that fails."""
+    """:c:func:`compute_emission` of rows ``indptr[0]..[T]`` that nothing has
+    checked, each entry checked as it is read (see chain_simd.h); False at
+    the first that fails."""
     return _emission_checked(indptr, indices, data, T, n_cols, max_abs, W, L, E)
 
 
@@ -85,7 +77,6 @@ cdef bint compute_emission_checked_f32(const long long* indptr, const int* indic
                                        const double* data, Py_ssize_t T, Py_ssize_t n_cols,
                                        double max_abs, const float* W, Py_ssize_t L,
                                        double* E) noexcept nogil:
-    """:c:func:`compute_emission_checked` for weights stored in float32."""
     return _emission_checked_f32(indptr, indices, data, T, n_cols, max_abs, W, L, E)
 
 
@@ -861,8 +852,7 @@ def decode_corpus(const long long[::1] indptr, const int[::1] indices, const dou
             if floating is double:
                 compute_emission(&indptr[0], &indices[0], &data[0], row0, T, &W[0, 0], L, E)
             else:
-                compute_emission_f32(&indptr[0], &indices[0], &data[0], row0, T, &W[0, 0], L,
-                                     E)
+                _emission_f32(&indptr[0], &indices[0], &data[0], row0, T, &W[0, 0], L, E)
             if restricted:
                 best = viterbi_allowed(E, T, L, &P[0, 0], &aptr[row0], &alab[0], delta,
                                        &ov[row0])
