@@ -179,7 +179,7 @@ class SequenceBoostingTagger(ChainTagger):
       corrective step below minimises it.  Without it (``C=None``, the
       paper) a feature seen with one label only steps to where the slope
       has fallen by ``smoothing`` (weights of 30 and more: on CoNLL-2002
-      Spanish the sequential defaults of 0.3 ended at ``||theta||^2`` = 1.3
+      Spanish the former sequential defaults ended at ``||theta||^2`` = 1.3
       million against the CRF's 11 thousand), AdaBoost's overfitting of
       rare features.
     * The totally corrective step (``corrective_every``): every so many
@@ -233,9 +233,10 @@ class SequenceBoostingTagger(ChainTagger):
         of the CoNLL-2002 Spanish training data (its first 80% of sentences
         for training, the last 20% to score; S3 features, window 1; phrase
         F1, loaded 2-core machine): 20 x 5,000 73.32 in 327 s, 40 x 2,000
-        73.21 in 364 s, against ``CRFTagger(loss="exp")`` 72.94 in 311 s; the
-        sequential line-search defaults of 0.3 (2,500 rounds of 10 updates,
-        ranking per cost, no prior, no corrective step) 67.34 in 581 s; the
+        73.21 in 364 s, against ``CRFTagger(loss="exp")`` 72.94 in 311
+        s; the former sequential line-search defaults (2,500 rounds of 10
+        updates, ranking per cost, no prior, no corrective step) 67.34 in
+        581 s; the
         same with a final corrective step (C = 1) over their 17,000 chosen
         features 70.52; with a corrective step every 250 rounds 70.59 in 726
         s; with the prior on the line search too and a corrective step
