@@ -14,15 +14,14 @@ from .._publish import publishes
 from .._progress import report
 from .._validation import MAX_C, N_JOBS_CONSTRAINT
 from ..chain import as_stacked, pack_chain
+from ..optimize import convex_line_search as line_search
 from ._base import ChainTagger
 from ._boosting import boost_pass, tilted_moments
 from ._crf_shard import CRFShard
 from .crf import CRFTagger
 
-#: |delta| at most this per update: a one-sided feature whose loss keeps
-#: falling (its line search's infimum is at infinity) stops here at the latest.
-MAX_STEP = 30.0
-#: Line-search evaluations (forward passes over the feature's sentences) at most.
+#: Line-search evaluations (forward passes over the feature's sentences) at
+#: most (:func:`sklstruct.optimize.convex_line_search`'s default).
 MAX_EVALS = 40
 #: Sentences whose exp-loss is below e^-CUT times the largest are negligible:
 #: the line search leaves them out, and their forward-backward waits (they are
@@ -35,79 +34,6 @@ ROW_TOL = 1e-6
 #: gain by the tokens its update runs forward-backward on plus this many (the
 #: fixed cost of an update, in tokens).
 OVERHEAD_TOKENS = 3000.0
-
-
-def line_search(evaluate, smoothing, max_step=MAX_STEP, max_evals=MAX_EVALS, tol=1e-10,
-                start=None, slope=None, scale=None):
-    """Minimise a convex function of one variable from its value and first
-    two derivatives: safeguarded Newton, bracketing the root of the derivative.
-
-    Parameters
-    ----------
-    evaluate : callable
-        ``evaluate(delta) -> (h, h', h'')``, ``h`` convex.
-    smoothing : float
-        Stop once ``|h'(delta)| <= smoothing * |h'(0)|``.  Where the infimum
-        lies at infinity (``h`` falls for ever towards an asymptote, as for a
-        feature that only ever counts more in wrong sequences) this is where
-        the step stops.
-    max_step : float
-        ``|delta| <= max_step``.
-    tol : float
-        Or once ``|h'| <= tol``.
-    start, slope : float, optional
-        A guess of the minimiser, and ``h'(0)`` when known: the first
-        evaluation is at ``start`` rather than at 0.
-    scale : float, optional
-        Without ``slope``: stop at ``|h'| <= smoothing * scale``.
-
-    Returns
-    -------
-    delta, h, n_evals
-    """
-    lo, hi = -max_step, max_step
-    g_lo = g_hi = None                              # slopes at a closed bracket end
-    if slope is None:
-        x = 0.0 if start is None else float(start)
-        h, g, c = evaluate(x)
-        stop = max(tol, smoothing * abs(g if scale is None else scale))
-    else:
-        stop = max(tol, smoothing * abs(slope))
-        if abs(slope) <= stop:
-            return 0.0, None, 0
-        if slope < 0:
-            lo, g_lo = 0.0, slope
-        else:
-            hi, g_hi = 0.0, slope
-        x = min(max(float(start), lo), hi)
-        if x == 0.0:
-            x = 1.0 if slope < 0 else -1.0
-        h, g, c = evaluate(x)
-    n = 1
-    while n < max_evals and abs(g) > stop:
-        if g < 0:
-            lo, g_lo = x, g
-        else:
-            hi, g_hi = x, g
-        if lo >= hi:
-            break                                   # at the cap, still falling
-        new = x - g / c if c > 0 else np.inf
-        if not lo < new < hi:
-            if g_lo is not None and g_hi is not None:
-                # both ends closed: where the secant of h' crosses 0
-                new = lo - g_lo * (hi - lo) / (g_hi - g_lo)
-                if not lo < new < hi:
-                    new = 0.5 * (lo + hi)
-            elif g < 0:                             # no sign change seen yet: expand
-                new = min(hi, x + max(1.0, 2.0 * abs(x)))
-            else:
-                new = max(lo, x - max(1.0, 2.0 * abs(x)))
-        if new == x:
-            break
-        x = new
-        h, g, c = evaluate(x)
-        n += 1
-    return x, h, n
 
 
 class SequenceBoostingTagger(ChainTagger):
@@ -141,7 +67,8 @@ class SequenceBoostingTagger(ChainTagger):
     longest sentence for the first many rounds.  The paper notes the first
     (section 6: the bound is loose, the updates conservative).
 
-    Beyond the paper (the defaults are the last two items):
+    Beyond the paper (the defaults: ``selection="newton"``, ``C=1``, a
+    corrective step after every round, ``step="joint"``):
 
     * ``step="line_search"``: the chosen feature's step minimises the true
       exp-loss along that coordinate exactly.  ``l_i(delta) = log(1 /
@@ -153,20 +80,22 @@ class SequenceBoostingTagger(ChainTagger):
       loss falls for ever (one never seen with its label in the gold
       sequences: the paper's step is infinite there) stops where the slope
       of the log-loss falls below ``smoothing``.
-    * ``selection="newton"``: the feature chosen is the one whose Newton
-      step on the exp-loss promises the largest decrease, ``G_k^2 / (2
-      H_k)``, with ``G_k`` the gradient (eq. 4) and ``H_k = sum_i sum_t (1 /
-      P_i) E[(f_k(x, y, t) - f_k(x, y^i, t))^2]`` the diagonal of the second
-      moment (exact for a feature that fires at most once per sentence).
-      It does not depend on the corpus-wide ranges ``u``.
-    * ``selection="newton_per_cost"`` (the default): the same decrease per
-      unit of work, divided by the tokens of the sentences that hold the
+    * ``selection="newton"`` (the default): the feature chosen is the one
+      whose Newton step on the exp-loss promises the largest decrease,
+      ``G_k^2 / (2 H_k)``, with ``G_k`` the gradient (eq. 4) and ``H_k =
+      sum_i sum_t (1 / P_i) E[(f_k(x, y, t) - f_k(x, y^i, t))^2]`` the
+      diagonal of the second moment (exact for a feature that fires at
+      most once per sentence).  It does not depend on the corpus-wide
+      ranges ``u``.
+    * ``selection="newton_per_cost"``: the same decrease per unit of
+      work, divided by the tokens of the sentences that hold the
       feature (what its update runs forward-backward on) plus a fixed cost
       of 3,000 tokens: greedy in training time rather than in rounds.  On
       CoNLL-2002 Spanish (S3) it reaches in 3 minutes the F1 that ranking by
-      the decrease alone reaches in 15.
+      the decrease alone reaches in 15 (with ``step="line_search"``).
     * ``features_per_round``: the best few features of a round's ranking are
-      updated one after the other, each with its own exact line search.
+      updated one after the other, each with its own exact line search
+      (with ``step="joint"``: added together, see below).
     * ``learning_rate``: each step is shrunk by this factor (Friedman's
       shrinkage).
     * ``C``: the Gaussian prior of :class:`~sklstruct.CRFTagger`.  The
@@ -745,6 +674,8 @@ class SequenceBoostingTagger(ChainTagger):
                 gain[~np.isfinite(gain)] = 0.0
                 if joint:
                     # the corrective step sets the weights: only new emission features
+                    # are candidates (the stopping test reads every feature's)
+                    best_joint = float(gain.max())
                     gain[F * L:] = 0.0
                     gain[:F * L][picked] = 0.0
                 ranked_gain = gain if self.selection == "newton" else \
@@ -754,12 +685,16 @@ class SequenceBoostingTagger(ChainTagger):
                 r, bstep, bound = self._bound_steps(G / Z, umax, umin, ud, usable, eps)
                 ranked_gain = np.where(np.isfinite(bound), 1.0 - bound, 0.0)
             n_pick = min(m, int(np.count_nonzero(ranked_gain > 0)))
-            if n_pick == 0:
+            if n_pick == 0 and not joint:
                 break
-            top = np.argpartition(-ranked_gain, n_pick - 1)[:n_pick]
+            # (joint, none new: the round's corrective step still lowers the
+            # loss of the sentences that dominate it, and the next round's
+            # ranking sees the features of the others)
+            top = np.argpartition(-ranked_gain, n_pick - 1)[:n_pick] if n_pick else \
+                np.zeros(0, dtype=np.int64)
             top = top[np.argsort(-ranked_gain[top], kind="stable")]
             estimate = ranked_gain if self.selection == "bound" else gain
-            best = float(estimate.max())
+            best = best_joint if joint else float(estimate.max())
             if best < self.tol:
                 break
             n_iter += 1

@@ -16,7 +16,7 @@ from scipy.special import logsumexp
 from sklstruct import SequenceBoostingTagger
 from sklstruct.chain import as_stacked, joint_feature
 from sklstruct.learners._boosting import boost_pass, tilted_moments
-from sklstruct.learners.boosting import line_search
+from sklstruct.optimize import convex_line_search as line_search
 from _oracles import brute_force, random_problem, separable_problem
 
 
@@ -475,3 +475,17 @@ def test_corrective_fit_does_not_depend_on_n_jobs():
     np.testing.assert_array_equal(one.coef_, two.coef_)
     np.testing.assert_array_equal(one.transition_coef_, two.transition_coef_)
     assert one.chosen_features_ == two.chosen_features_
+
+
+def test_joint_rounds_go_on_when_no_new_feature_is_left():
+    """Every feature is chosen in the first round; the later rounds have no
+    candidate left but their corrective steps still lower the objective (a
+    corpus whose loss the longest sentences dominate has candidates only
+    there at first)."""
+    X, y = random_problem(n=12, seed=4)
+    model = SequenceBoostingTagger(n_rounds=3, features_per_round=10 ** 4,
+                                   corrective_iter=2).fit(X, y)
+    assert model.n_iter_ == 3 and len(model.history_) == 3
+    objectives = [c["objective"] for c in model.corrective_history_]
+    assert len(objectives) == 3 and objectives == sorted(objectives, reverse=True)
+    assert len(model.chosen_features_) == len(set(c[:3] for c in model.chosen_features_))
