@@ -345,3 +345,78 @@ def _owlqn(fun, x0, c, max_iter, gtol, ftol, m, callback, rtol, past, delta, max
             break
     return OptimizeResult(x=x, fun=F, jac=v, nit=nit, nfev=nfev, success=success,
                           message=message)
+
+
+def convex_line_search(evaluate, smoothing, max_step=30.0, max_evals=40, tol=1e-10,
+                start=None, slope=None, scale=None):
+    """Minimise a convex function of one variable from its value and first
+    two derivatives: safeguarded Newton, bracketing the root of the derivative
+    (sequence boosting's exact line search).
+
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(delta) -> (h, h', h'')``, ``h`` convex.
+    smoothing : float
+        Stop once ``|h'(delta)| <= smoothing * |h'(0)|``.  Where the infimum
+        lies at infinity (``h`` falls for ever towards an asymptote, as for a
+        feature that only ever counts more in wrong sequences) this is where
+        the step stops.
+    max_step : float
+        ``|delta| <= max_step``: where the infimum lies at infinity the step
+        stops here at the latest.
+    tol : float
+        Or once ``|h'| <= tol``.
+    start, slope : float, optional
+        A guess of the minimiser, and ``h'(0)`` when known: the first
+        evaluation is at ``start`` rather than at 0.
+    scale : float, optional
+        Without ``slope``: stop at ``|h'| <= smoothing * scale``.
+
+    Returns
+    -------
+    delta, h, n_evals
+    """
+    lo, hi = -max_step, max_step
+    g_lo = g_hi = None                              # slopes at a closed bracket end
+    if slope is None:
+        x = 0.0 if start is None else float(start)
+        h, g, c = evaluate(x)
+        stop = max(tol, smoothing * abs(g if scale is None else scale))
+    else:
+        stop = max(tol, smoothing * abs(slope))
+        if abs(slope) <= stop:
+            return 0.0, None, 0
+        if slope < 0:
+            lo, g_lo = 0.0, slope
+        else:
+            hi, g_hi = 0.0, slope
+        x = min(max(float(start), lo), hi)
+        if x == 0.0:
+            x = 1.0 if slope < 0 else -1.0
+        h, g, c = evaluate(x)
+    n = 1
+    while n < max_evals and abs(g) > stop:
+        if g < 0:
+            lo, g_lo = x, g
+        else:
+            hi, g_hi = x, g
+        if lo >= hi:
+            break                                   # at the cap, still falling
+        new = x - g / c if c > 0 else np.inf
+        if not lo < new < hi:
+            if g_lo is not None and g_hi is not None:
+                # both ends closed: where the secant of h' crosses 0
+                new = lo - g_lo * (hi - lo) / (g_hi - g_lo)
+                if not lo < new < hi:
+                    new = 0.5 * (lo + hi)
+            elif g < 0:                             # no sign change seen yet: expand
+                new = min(hi, x + max(1.0, 2.0 * abs(x)))
+            else:
+                new = max(lo, x - max(1.0, 2.0 * abs(x)))
+        if new == x:
+            break
+        x = new
+        h, g, c = evaluate(x)
+        n += 1
+    return x, h, n

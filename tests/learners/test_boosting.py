@@ -16,8 +16,19 @@ from scipy.special import logsumexp
 from sklstruct import SequenceBoostingTagger
 from sklstruct.chain import as_stacked, joint_feature
 from sklstruct.learners._boosting import boost_pass, tilted_moments
-from sklstruct.learners.boosting import line_search
+from sklstruct.optimize import convex_line_search as line_search
 from _oracles import brute_force, random_problem, separable_problem
+
+
+#: The sequential algorithm on the exp-loss alone, every weight set by the
+#: updates that ``history_`` records (no Gaussian prior, no corrective step).
+EXACT = {"C": None, "corrective_every": 0, "step": "line_search",
+         "selection": "newton_per_cost", "features_per_round": 10}
+
+
+def sequential(**params):
+    """A tagger with :data:`EXACT` updated by ``params``."""
+    return SequenceBoostingTagger(**{**EXACT, **params})
 
 
 def exp_loss(model, X, y):
@@ -145,12 +156,13 @@ def test_tilted_moments_survive_extreme_weights():
     assert np.isfinite(out).all()
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_line_search_finds_the_minimum_of_the_true_exp_loss(seed):
-    """The step taken minimises the exp-loss along the chosen coordinate, as
-    a numeric minimiser of the enumerated loss finds."""
+@pytest.mark.parametrize("seed, C", [(0, None), (1, None), (2, None), (0, 0.01), (1, 0.01)])
+def test_line_search_finds_the_minimum_of_the_true_exp_loss(seed, C):
+    """The step taken minimises the exp-loss (with C: C times it plus the
+    Gaussian prior ||theta||^2 / 2) along the chosen coordinate, as a numeric
+    minimiser of the enumerated loss finds."""
     X, y = random_problem(n=8, seed=seed)
-    model = SequenceBoostingTagger(n_rounds=1, features_per_round=1, smoothing=1e-6).fit(X, y)
+    model = sequential(n_rounds=1, features_per_round=1, smoothing=1e-6, C=C).fit(X, y)
     kind, a, label, step = model.chosen_features_[0]
     assert kind == "emission" or kind in ("transition", "start", "end")
     base = SequenceBoostingTagger(n_rounds=1, features_per_round=1)
@@ -169,7 +181,10 @@ def test_line_search_finds_the_minimum_of_the_true_exp_loss(seed):
             base.transition_coef_[int(np.searchsorted(model.classes_, a)), j] += delta - step
         else:
             getattr(base, f"{kind}_coef_")[j] += delta - step
-        return exp_loss(base, X, y)
+        if C is None:
+            return exp_loss(base, X, y)
+        W, P = base._decoding_weights()
+        return C * exp_loss(base, X, y) + 0.5 * (np.sum(W ** 2) + np.sum(P ** 2))
 
     best = minimize_scalar(loss, bounds=(step - 2, step + 2), method="bounded",
                            options={"xatol": 1e-9})
@@ -177,7 +192,7 @@ def test_line_search_finds_the_minimum_of_the_true_exp_loss(seed):
         assert loss(step) <= best.fun * (1 + 1e-7)
         assert step == pytest.approx(best.x, abs=1e-3)
     else:                                     # one-sided: the loss falls for ever
-        assert loss(step) < loss(0.0) and abs(step) > 5
+        assert C is None and loss(step) < loss(0.0) and abs(step) > 5
 
 
 def test_line_search_on_convex_functions():
@@ -225,7 +240,7 @@ def test_algorithm_2_lowers_the_loss_by_at_least_its_bound(seed):
     X, y = random_problem(n=10, seed=seed)
     previous = None
     for n in range(1, 9):
-        model = SequenceBoostingTagger(n_rounds=n, features_per_round=1, selection="bound",
+        model = sequential(n_rounds=n, features_per_round=1, selection="bound",
                                        step="bound").fit(X, y)
         loss = exp_loss(model, X, y)
         record = model.history_[-1]
@@ -240,7 +255,7 @@ def test_algorithm_2_lowers_the_loss_by_at_least_its_bound(seed):
                                     {"selection": "bound"}, {"step": "bound"}])
 def test_every_update_lowers_the_tracked_loss(params):
     X, y = random_problem(n=12, seed=4)
-    model = SequenceBoostingTagger(n_rounds=15, **params).fit(X, y)
+    model = sequential(n_rounds=15, **params).fit(X, y)
     for h in model.history_:
         assert h["log_loss_after"] <= h["log_loss_before"] + 1e-9
     assert exp_loss(model, X, y) == pytest.approx(np.exp(model.history_[-1]["log_loss_after"]),
@@ -249,19 +264,23 @@ def test_every_update_lowers_the_tracked_loss(params):
 
 def test_line_search_beats_the_bound_step():
     X, y = random_problem(n=20, seed=5)
-    exact = SequenceBoostingTagger(n_rounds=20, features_per_round=1).fit(X, y)
-    paper = SequenceBoostingTagger(n_rounds=20, features_per_round=1, selection="bound",
+    exact = sequential(n_rounds=20, features_per_round=1).fit(X, y)
+    paper = sequential(n_rounds=20, features_per_round=1, selection="bound",
                                    step="bound").fit(X, y)
     assert exp_loss(exact, X, y) < exp_loss(paper, X, y)
 
 
 def test_separable_problem_reaches_zero_training_error(capsys):
     X, y = separable_problem()
-    model = SequenceBoostingTagger(n_rounds=30, verbose=1).fit(X, y)
+    model = sequential(n_rounds=30, verbose=1).fit(X, y)
     assert model.score(X, y) == 1.0
     assert len(model.chosen_features_) == len(model.history_)
     kinds = {c[0] for c in model.chosen_features_}
     assert {"emission", "transition"} <= kinds
+    assert "Round 1:" in capsys.readouterr().out
+    default = SequenceBoostingTagger(verbose=1).fit(X, y)          # step="joint"
+    assert default.score(X, y) == 1.0
+    assert len(default.history_) == default.n_iter_
     assert "Round 1:" in capsys.readouterr().out
     paper = SequenceBoostingTagger(n_rounds=300, features_per_round=1, selection="bound",
                                    step="bound").fit(X, y)
@@ -273,7 +292,7 @@ def test_long_sentences_do_not_overflow():
     rng = np.random.default_rng(1)
     X = [sp.csr_matrix(rng.random((700, 4))), sp.csr_matrix(rng.random((5, 4)))]
     y = [rng.integers(0, 3, size=700), rng.integers(0, 3, size=5)]
-    for params in ({}, {"selection": "bound", "step": "bound"}):
+    for params in ({}, EXACT, {**EXACT, "selection": "bound", "step": "bound"}):
         model = SequenceBoostingTagger(n_rounds=5, **params).fit(X, y)
         assert np.isfinite(model.coef_).all()
         assert model.history_[0]["log_loss_before"] == pytest.approx(700 * np.log(3), rel=1e-6)
@@ -293,7 +312,7 @@ def test_tracked_loss_stays_exact_when_the_dominant_sentence_improves():
     y = [np.argmax(x.toarray(), axis=1) for x in X]        # the attribute is the label
     for rounds, params in ((5, {"features_per_round": 1}),
                            (40, {"selection": "bound", "step": "bound"})):
-        model = SequenceBoostingTagger(n_rounds=rounds, **params).fit(X, y)
+        model = sequential(n_rounds=rounds, **params).fit(X, y)
         logs = [h["log_loss_before"] for h in model.history_]
         assert logs[0] - logs[-1] > 30                      # the scale moved by > e^20
         assert model.history_[-1]["log_loss_after"] > -3    # d = log(1 / P) >> rounding
@@ -309,7 +328,7 @@ def test_subnormal_feature_values_give_finite_weights():
     infinite step; the weights stay finite (the hostile-input fuzzer found
     coef_ = NaN here)."""
     X = [sp.csr_matrix(np.array([[5e-324], [5e-324]]))]
-    for params in ({}, {"selection": "bound", "step": "bound"}):
+    for params in ({}, EXACT, {**EXACT, "selection": "bound", "step": "bound"}):
         model = SequenceBoostingTagger(n_rounds=1, **params).fit(X, [["a", "b"]])
         assert np.isfinite(model.coef_).all() and np.isfinite(model.transition_coef_).all()
         assert set(model.predict(X)[0]) <= {"a", "b"}
@@ -317,7 +336,10 @@ def test_subnormal_feature_values_give_finite_weights():
 
 @pytest.mark.parametrize("bad, match", [({"selection": "greedy"}, "selection"),
                                         ({"learning_rate": 0.0}, "learning_rate"),
-                                        ({"features_per_round": 0}, "features_per_round")])
+                                        ({"features_per_round": 0}, "features_per_round"),
+                                        ({"corrective_every": 0}, "corrective_every"),
+                                        ({"selection": "bound"}, "corrective_every"),
+                                        ({"C": 0.0}, "C")])
 def test_bad_parameters_raise(bad, match):
     X, y = random_problem(n=3)
     with pytest.raises(ValueError, match=match):
@@ -326,7 +348,7 @@ def test_bad_parameters_raise(bad, match):
 
 def test_spanish_ner_subset_learns():
     """Real data, in seconds: 800 Spanish sentences of at most 30 tokens, S2
-    features, 60 rounds of 10 features (the full corpus: bench_boosting.py)."""
+    features, the defaults for 5 rounds (the full corpus: bench_boosting.py)."""
     from _data import require_data
 
     from sklstruct import feature_set
@@ -338,7 +360,7 @@ def test_spanish_ner_subset_learns():
     keep = [i for i, s in enumerate(y_train) if len(s) <= 30][:800]
     vec = feature_set("S2")
     Xtr = vec.fit_transform([X_train[i] for i in keep])
-    model = SequenceBoostingTagger(n_rounds=60).fit(Xtr, [y_train[i] for i in keep])
+    model = SequenceBoostingTagger(n_rounds=5).fit(Xtr, [y_train[i] for i in keep])
     report = chunk_report(y_test[:500], model.predict(vec.transform(X_test[:500])))
     assert report.f1 >= 0.35, str(report)
 
@@ -356,7 +378,7 @@ def test_gradient_second_moments_and_r_match_enumeration(monkeypatch):
         return original(self, st, S)
 
     monkeypatch.setattr(SequenceBoostingTagger, "_apply", spy)
-    model = SequenceBoostingTagger(n_rounds=3, features_per_round=3).fit(X, y)
+    model = sequential(n_rounds=3, features_per_round=3).fit(X, y)
     st = states[-1]
     W, P = model._decoding_weights()
     L = len(model.classes_)
@@ -408,3 +430,62 @@ def test_gradient_second_moments_and_r_match_enumeration(monkeypatch):
         D = (1 / p_gold - 1) / Z
         r_paper += D / ud * (umax + (p @ feats - fg) / (p_gold - 1))
     np.testing.assert_allclose(r[usable], r_paper[usable], rtol=1e-6, atol=1e-9)
+
+
+def _exp_objective(model, X, y, C):
+    """The objective of ``CRFTagger(loss="exp", C=C)`` at the model's weights,
+    by enumeration: log(1 + C * exp-loss + ||theta||^2 / 2)."""
+    W, P = model._decoding_weights()
+    return np.log1p(C * exp_loss(model, X, y) + 0.5 * (np.sum(W ** 2) + np.sum(P ** 2)))
+
+
+def test_corrective_step_lowers_the_regularised_exp_loss():
+    """The totally corrective step re-optimises the chosen emission weights
+    and the chain weights jointly: the CRF exp objective (by enumeration)
+    falls, and the emission weights never chosen stay 0."""
+    X, y = random_problem(n=12, seed=4)
+    plain = sequential(n_rounds=4, features_per_round=2).fit(X, y)
+    data = as_stacked(X)
+    _, codes = plain._labels(y, data)
+    theta = np.concatenate([plain.coef_.T.ravel(), plain._decoding_weights()[1].ravel()])
+    F, L = data.n_features, len(plain.classes_)
+    picked = theta[:F * L] != 0
+    assert 0 < picked.sum() < F * L
+    before = _exp_objective(plain, X, y, 1.0)
+    plain.set_params(C=1.0)                   # the corrective step's prior
+    record = plain._corrective(theta, picked, data, codes, plain.classes_, None, 4, 0.0)
+    plain._set_theta(theta, plain.classes_, F)
+    after = _exp_objective(plain, X, y, 1.0)
+    assert after < before
+    assert record["objective"] == pytest.approx(after, rel=1e-8)
+    assert np.all(theta[:F * L][~picked] == 0)
+    # a fit with the step: its last one is that minimiser over its features
+    model = SequenceBoostingTagger(n_rounds=4, features_per_round=2, corrective_every=2,
+                                   corrective_iter=3).fit(X, y)
+    assert len(model.corrective_history_) == 2          # after round 2, and the last
+    assert model.corrective_history_[-1]["objective"] == pytest.approx(
+        _exp_objective(model, X, y, 1.0), rel=1e-8)
+
+
+def test_corrective_fit_does_not_depend_on_n_jobs():
+    X, y = random_problem(n=30, seed=2)
+    params = dict(n_rounds=6, features_per_round=3, corrective_every=2, corrective_iter=5)
+    one = SequenceBoostingTagger(n_jobs=1, **params).fit(X, y)
+    two = SequenceBoostingTagger(n_jobs=2, **params).fit(X, y)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    np.testing.assert_array_equal(one.transition_coef_, two.transition_coef_)
+    assert one.chosen_features_ == two.chosen_features_
+
+
+def test_joint_rounds_go_on_when_no_new_feature_is_left():
+    """Every feature is chosen in the first round; the later rounds have no
+    candidate left but their corrective steps still lower the objective (a
+    corpus whose loss the longest sentences dominate has candidates only
+    there at first)."""
+    X, y = random_problem(n=12, seed=4)
+    model = SequenceBoostingTagger(n_rounds=3, features_per_round=10 ** 4,
+                                   corrective_iter=2).fit(X, y)
+    assert model.n_iter_ == 3 and len(model.history_) == 3
+    objectives = [c["objective"] for c in model.corrective_history_]
+    assert len(objectives) == 3 and objectives == sorted(objectives, reverse=True)
+    assert len(model.chosen_features_) == len(set(c[:3] for c in model.chosen_features_))
