@@ -312,7 +312,7 @@ def test_train_is_reproducible_documented_and_compressed(files, tmp_path, capsys
     out = capsys.readouterr().out
     for name, cls in TAGGERS.items():
         assert f"{name} ({cls.__name__})" in out
-    assert "all_possible_states=False" in out and "n_rounds=2500" in out
+    assert "all_possible_states=False" in out and "n_rounds=20," in out
     assert "feature presets" in out and "swvm:" in out
 
 
