@@ -50,18 +50,6 @@ cdef inline bint _vector_of(object a, int typenum):
             and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a))
 
 
-cdef bint _valid_indptr(const int* indptr, Py_ssize_t rows, Py_ssize_t stored) noexcept nogil:
-    """Whether ``indptr`` starts at 0, never decreases and stays within the
-    ``stored`` entries (checked before any entry is read)."""
-    cdef Py_ssize_t r
-    if indptr[0] != 0 or indptr[rows] > stored:
-        return False
-    for r in range(rows):
-        if indptr[r + 1] < indptr[r]:
-            return False
-    return True
-
-
 cdef bint _snapshot_indptr(const int* indptr, Py_ssize_t rows, long long stored,
                           long long* out) noexcept nogil:
     """Copy a sentence's index pointer into ``out``, checking the copy: it
@@ -109,8 +97,9 @@ cdef class CsrParts:
     """Pass 1 of :func:`csr_parts` over a list of sentences: each sentence's
     index pointer, column index and value arrays (kept alive here whatever
     happens to the list), their rows and stored entries, and the sentences'
-    row offsets.  The entries themselves are not checked yet: whoever reads
-    them does, as it copies them (:func:`stack_csr`, :func:`decode_parts`)."""
+    row offsets.  The index pointers (beyond their last value) and the
+    entries are not checked yet: whoever reads them does, as it reads them
+    (:func:`stack_csr`, :func:`decode_parts`)."""
     cdef readonly object arrays         # [(indptr, indices, data)] of each sentence
     cdef readonly object counts         # (n, 2) int64: rows, stored entries
     cdef readonly object offsets        # (n + 1,) int64: the first row of each sentence
@@ -126,7 +115,8 @@ def csr_parts(list X, Py_ssize_t n_features):
     ``n_features``: the column count every sentence must have (-1: that of
     the first).  A sentence is taken when it is a ``csr_matrix`` or
     ``csr_array`` with at least one row and column, ``n_features`` columns,
-    int32 index arrays and float64 values, and a valid index pointer.
+    int32 index arrays and float64 values, and an index pointer that ends
+    within them.
     """
     cdef Py_ssize_t n = len(X), i, rows, cols
     cdef object x, shape
@@ -154,7 +144,9 @@ def csr_parts(list X, Py_ssize_t n_features):
                 and _vector_of(dt, cnp.NPY_FLOAT64)) or ip.shape[0] != rows + 1:
             return i
         ipp = <const int*>cnp.PyArray_DATA(ip)
-        if not _valid_indptr(ipp, rows, min(ix.shape[0], dt.shape[0])):
+        # (the sizes to allocate; the rest of the index pointer is checked
+        # where it is read, by _snapshot_indptr)
+        if not 0 <= ipp[rows] <= min(ix.shape[0], dt.shape[0]):
             return i
         cv[i, 0] = rows
         cv[i, 1] = ipp[rows]

@@ -26,6 +26,26 @@ cdef inline Py_ssize_t _intern(dict index, list uniques, object v):
     return k
 
 
+cdef inline bint _intern_tuple(object t, const Py_ssize_t* seq, Py_ssize_t m,
+                               Py_ssize_t* codes, Py_ssize_t stride, list indexes,
+                               list uniques):
+    """Intern the items ``seq[j]`` of the tuple ``t`` into their columns:
+    ``codes[j * stride]`` their codes (:func:`_intern`); False, with the codes
+    of the later columns unwritten, when ``t`` is too short or an item is
+    not a str.  (Read by C index only within the tuple: with bounds checks
+    off, Cython would read t[int] past its end.)"""
+    cdef Py_ssize_t j
+    cdef object v
+    for j in range(m):
+        if seq[j] >= PyTuple_GET_SIZE(t):
+            return False
+        v = <object>PyTuple_GET_ITEM(t, seq[j])
+        if not isinstance(v, str):
+            return False
+        codes[j * stride] = _intern(<dict>indexes[j], <list>uniques[j], v)
+    return True
+
+
 def read_columns(list flat, int mode, list keys, object getters):
     """Codes and distinct values of several columns over the tokens ``flat``,
     in one pass: each token is read once for all its columns (the tokens are
@@ -48,16 +68,14 @@ def read_columns(list flat, int mode, list keys, object getters):
     cdef object t, v
     for i in range(n):
         t = flat[i]
+        if mode == 1 and type(t) is tuple:
+            if not _intern_tuple(t, &seq[0], m, &c[0, i], n, indexes, uniques):
+                return None
+            continue
         for j in range(m):
             try:
                 if mode == 0:
                     v = t
-                elif mode == 1 and type(t) is tuple:
-                    # (read by C index only within the tuple: with bounds
-                    # checks off, Cython would read t[int] past its end)
-                    if seq[j] >= PyTuple_GET_SIZE(t):
-                        return None
-                    v = <object>PyTuple_GET_ITEM(t, seq[j])
                 elif mode == 3:
                     v = getters[j](t)
                 else:
@@ -84,12 +102,12 @@ def flatten(list X, object check_sentence, list tuple_keys=None):
     classifies each type once, not each token.  The columns are read in the
     same pass because it is the pass that brings each token into the cache.
     """
-    cdef Py_ssize_t n = len(X), i, j, m = 0, n_tokens
+    cdef Py_ssize_t n = len(X), i, m = 0, n_tokens
     lengths = np.empty(n, dtype=np.intp)
     cdef Py_ssize_t[::1] ln = lengths
     cdef list flat = [], tokens
     cdef set types = set()
-    cdef object sentence, tp, t, v, last = None
+    cdef object sentence, tp, t, last = None
     for i in range(n):
         sentence = X[i]
         if type(sentence) is list and len(<list>sentence):
@@ -113,18 +131,8 @@ def flatten(list X, object check_sentence, list tuple_keys=None):
             types.add(tp)
             last = tp
         if reading:
-            if tp is not tuple:
-                reading = False
-                continue
-            for j in range(m):
-                if seq[j] >= PyTuple_GET_SIZE(t):
-                    reading = False
-                    break
-                v = <object>PyTuple_GET_ITEM(t, seq[j])
-                if not isinstance(v, str):
-                    reading = False
-                    break
-                c[j, i] = _intern(<dict>indexes[j], <list>uniques[j], v)
+            reading = tp is tuple and _intern_tuple(t, &seq[0], m, &c[0, i], n_tokens,
+                                                    indexes, uniques)
     columns = [(codes[j], uniques[j]) for j in range(m)] if reading else None
     return flat, lengths, types, columns
 
