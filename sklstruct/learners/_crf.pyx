@@ -19,6 +19,7 @@ Sentences write disjoint rows, and the chain blocks of BLOCK consecutive
 sentences go to their own slot, so any split of the blocks over threads sums
 the same numbers in the same order: results do not depend on ``n_jobs``.
 """
+import numpy as np
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
@@ -188,29 +189,63 @@ def crf_pass(ChainData data, const int[::1] y, const double[::1] W, const double
     free(E)
 
 
+cdef inline Py_ssize_t _first_at(const int* idx, Py_ssize_t j0, Py_ssize_t j1,
+                                 Py_ssize_t f0) noexcept nogil:
+    """The first j in [j0, j1) with idx[j] >= f0 (j1 if none), idx sorted there."""
+    cdef Py_ssize_t mid
+    while j0 < j1:
+        mid = (j0 + j1) >> 1
+        if idx[mid] < f0:
+            j0 = mid + 1
+        else:
+            j1 = mid
+    return j0
+
+
+def row_starts(ChainData data, Py_ssize_t f0):
+    """For each row r of the stacked corpus X, the offset in the row (from
+    ``indptr[r]``) of its first entry whose column is >= f0: where
+    :func:`emission_gradient` starts reading the row for the features from
+    f0 on, found once (GIL released) rather than by bisection in every call."""
+    cdef Py_ssize_t r, n_rows = data.c.offsets[data.c.n_sentences]
+    out = np.empty(n_rows, dtype=np.int32)
+    cdef int[::1] lo = out
+    with nogil:
+        for r in range(n_rows):
+            lo[r] = <int>(_first_at(data.c.indices, data.c.indptr[r], data.c.indptr[r + 1], f0)
+                          - data.c.indptr[r])
+    return out
+
+
 def emission_gradient(ChainData data, const double[:, ::1] node, Py_ssize_t f0,
-                      Py_ssize_t f1, double[:, ::1] G):
+                      Py_ssize_t f1, double[:, ::1] G, const int[::1] starts=None):
     """Rows f0 <= f < f1 of G = X^T node (F, L), the gradient's emission
     block, for the stacked corpus X (GIL released).
 
     One call computes whole rows of G, each summed over X's rows in
     ascending order: any split of the features over threads gives the
     same bits.  Each call reads all of X's rows but only its columns'
-    entries (a row's column indices are sorted, so they are one run, found
-    by bisection: many ranges cost little more than one).
+    entries (a row's column indices are sorted, so they are one run).
+    ``starts`` (:func:`row_starts` of f0) says where each row's run begins;
+    without it the call finds it by bisection, which cost about as much as
+    the product itself once the features were cut into eight ranges.  Any
+    ``starts`` is safe: an entry outside [f0, f1) is never added.
     Measured on CoNLL-2000, this scatter by rows ran about 2x faster than
     the same product gathered by columns from a transposed copy (whose
     random reads of ``node`` did not overlap as these writes do).
     """
-    cdef Py_ssize_t r, j, j0, j1, mid, l, L = G.shape[1], n_rows = data.c.offsets[data.c.n_sentences]
+    cdef Py_ssize_t r, j, j0, j1, l, L = G.shape[1], n_rows = data.c.offsets[data.c.n_sentences]
     cdef double v
     cdef const double* row
     cdef double* g
     cdef const int* idx = data.c.indices
+    cdef bint given = starts is not None
     if not 0 <= f0 <= f1 <= G.shape[0] or G.shape[0] != data.n_features:
         raise ValueError("emission_gradient: G must have a row per feature; f0:f1 within")
     if node.shape[0] != n_rows or node.shape[1] != L:
         raise ValueError("emission_gradient: node must have a row per token, G's columns")
+    if given and starts.shape[0] != n_rows:
+        raise ValueError("emission_gradient: starts must have a row per token")
     if f1 == f0 or L == 0:
         return
     with nogil:
@@ -218,18 +253,18 @@ def emission_gradient(ChainData data, const double[:, ::1] node, Py_ssize_t f0,
         for r in range(n_rows):
             j0, j1 = data.c.indptr[r], data.c.indptr[r + 1]
             # the row's entries with f0 <= column < f1: a contiguous run,
-            # from the first column >= f0 (bisection)
-            while j0 < j1:
-                mid = (j0 + j1) >> 1
-                if idx[mid] < f0:
-                    j0 = mid + 1
-                else:
-                    j1 = mid
-            j1 = data.c.indptr[r + 1]
+            # from the first column >= f0
+            if given:
+                if 0 <= starts[r] <= j1 - j0:
+                    j0 = j0 + starts[r]
+            else:
+                j0 = _first_at(idx, j0, j1, f0)
             row = &node[r, 0]
             for j in range(j0, j1):
                 if idx[j] >= f1:
                     break
+                if idx[j] < f0:
+                    continue
                 v = data.c.data[j]
                 g = &G[idx[j], 0]
                 for l in range(L):

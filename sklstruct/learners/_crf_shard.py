@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._parallel import block_ranges, n_threads, run
-from ._crf import BLOCK, CRFGradient, crf_pass, emission_gradient
+from ._crf import BLOCK, CRFGradient, crf_pass, emission_gradient, row_starts
 
 
 def seen_states(data, codes, n_labels):
@@ -123,7 +123,8 @@ class CRFShard:
                 + 8 * (self.codes.shape[0] * self.L + 2 * n_w_local))
 
     def _prepared(self):
-        """(chain data, node, W and G buffers, sentence ranges, feature ranges)."""
+        """(chain data, node, W and G buffers, sentence ranges, feature ranges,
+        their row starts)."""
         if self._buffers is None:
             m = self.data.matrix
             F, L = m.shape[1], self.L
@@ -134,12 +135,16 @@ class CRFShard:
             cum = np.cumsum(np.bincount(m.indices, minlength=F))
             cuts = np.r_[0, np.searchsorted(cum, np.linspace(0, m.nnz, k + 1)[1:-1]), F]
             features = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if a < b]
+            # where each range begins in each row, found once (an int32 per
+            # token and range) rather than by bisection at every evaluation
+            starts = ({} if len(features) < 2
+                      else {a: row_starts(self.data.chain_data(), a) for a, _ in features})
             W = G = None
             if self._index is not None:
                 W, G = np.zeros(F * L), np.empty((F, L))
             self._buffers = (self.data.chain_data(), np.empty((m.shape[0], L)), W, G,
                              block_ranges(self.n_jobs, BLOCK, len(self.data), per_thread=4),
-                             features)
+                             features, starts)
         return self._buffers
 
     def _weights(self, theta, W_buffer):
@@ -157,7 +162,7 @@ class CRFShard:
         ``pointwise`` ``log Z - log Z_t`` per token; with ``grad_weights``
         (``(node_w, gold_w, cond_c)`` of a loss) also the gradient of their
         weighted sum, of length ``n_theta``: ``(values, gradient)``."""
-        c, node, W_buffer, G, sentences, features = self._prepared()
+        c, node, W_buffer, G, sentences, features, starts = self._prepared()
         W, P = self._weights(theta, W_buffer)
         codes, n_sent = self.codes, len(self.data)
         sent_val = np.empty(n_sent)
@@ -175,7 +180,8 @@ class CRFShard:
         out = np.zeros(self.n_theta) if self.compact else np.empty(self.n_theta)
         if self._index is None:
             G = out[:self.n_w].reshape(-1, self.L)     # written in place
-        run(self.n_jobs, lambda a, b: emission_gradient(c, node, a, b, G), features)
+        run(self.n_jobs, lambda a, b: emission_gradient(c, node, a, b, G, starts.get(a)),
+            features)
         if self._index is not None:
             local, where = self._index
             out[where] = G.reshape(-1)[local]

@@ -262,6 +262,42 @@ def test_emission_gradient_over_any_feature_ranges_is_the_same_product():
         emission_gradient(data.chain_data(), node, 0, 41, whole)
 
 
+def test_row_starts_are_where_each_row_reaches_a_feature_and_any_starts_are_safe():
+    """row_starts gives each row's first entry at or past f0 (a brute-force
+    scan); emission_gradient with them gives the bits of the bisection,
+    and with wrong starts (out of range, too early, too late) never adds
+    an entry outside its features nor reads outside the row."""
+    from sklstruct.learners._crf import emission_gradient, row_starts
+
+    rng = np.random.default_rng(2)
+    X = sp.random(200, 30, density=0.25, format="csr", random_state=3)
+    data = as_stacked([X[i:i + 4] for i in range(0, 200, 4)])
+    c, node = data.chain_data(), rng.normal(size=(200, 3))
+    for f0 in (0, 1, 13, 29, 30):
+        expected = [next((j for j in range(X.indptr[r], X.indptr[r + 1])
+                          if X.indices[j] >= f0), X.indptr[r + 1]) - X.indptr[r]
+                    for r in range(200)]
+        np.testing.assert_array_equal(row_starts(c, f0), expected)
+    whole = np.empty((30, 3))
+    emission_gradient(c, node, 0, 30, whole)
+    parts = np.full((30, 3), np.nan)
+    for a, b in [(0, 9), (9, 21), (21, 30)]:
+        emission_gradient(c, node, a, b, parts, row_starts(c, a))
+    np.testing.assert_array_equal(parts, whole)
+    lengths = np.diff(X.indptr).astype(np.int32)
+    for bad in (np.zeros(200, np.int32), lengths, lengths + 5, np.full(200, -3, np.int32),
+                np.full(200, 2**31 - 1, np.int32)):
+        G = np.full((30, 3), np.nan)
+        emission_gradient(c, node, 9, 21, G, bad)
+        assert np.isnan(G[:9]).all() and np.isnan(G[21:]).all()
+        if bad is lengths:
+            assert not G[9:21].any()       # (every row's run skipped)
+        else:
+            np.testing.assert_array_equal(G[9:21], whole[9:21])
+    with pytest.raises(ValueError, match="row per token"):
+        emission_gradient(c, node, 0, 30, whole, np.zeros(5, np.int32))
+
+
 @pytest.mark.parametrize("all_possible_states", [True, False])
 def test_a_compact_shard_computes_the_same_objective(all_possible_states):
     """A shard keeping only its sentences' columns (a Dask partition's)
