@@ -82,7 +82,11 @@ def partition_futures(client, fn, X, y, *args):
     import dask
 
     task = dask.delayed(fn, pure=True)
-    parts = [task(dx, dy, *args) for dx, dy in zip(X.to_delayed(), y.to_delayed())]
+    # unoptimised graphs: optimised one by one, X's and y's would each fuse
+    # their own copy of a task they share (read_conll_bag's reading of a
+    # file range), which then ran twice
+    parts = [task(dx, dy, *args) for dx, dy in zip(X.to_delayed(optimize_graph=False),
+                                                   y.to_delayed(optimize_graph=False))]
     where = placement(client, len(parts))
     futures = [None] * len(parts)
     for worker in dict.fromkeys(where):
