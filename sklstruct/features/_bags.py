@@ -59,7 +59,10 @@ def fit_bag(vectorizer, X):
         raise ValueError("clusters is an unfitted BrownClusters: on a dask bag, fit it "
                          "first (on the words of a sample that fits in memory) and pass "
                          "the fitted one, or its clusters_")
-    merged = X.reduction(lambda part: _partition_counts(part, vectorizer), _add_counts,
+    # the counting needs the parameters only: a fitted vectorizer (a refit)
+    # would put its whole vocabulary into the graph sent to the scheduler
+    params = type(vectorizer)(**vectorizer.get_params(deep=False))
+    merged = X.reduction(lambda part: _partition_counts(part, params), _add_counts,
                          split_every=8).compute()
     if merged is None:
         raise ValueError("X: the bag holds no sentence")

@@ -89,3 +89,23 @@ def test_a_pipeline_fits_and_predicts_on_bags(client, sentences):
         np.testing.assert_array_equal(a, b)
     for a, b in zip(bags.predict(X), serial.predict(X)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_refit_sends_no_vocabulary_in_the_graph(client, sentences):
+    """Fitting an already fitted vectorizer on a bag sends the parameters to
+    count with, not the fitted vocabulary (which a large corpus's makes a
+    graph of megabytes: Dask warns, and sends it to every task)."""
+    import warnings
+
+    import dask
+
+    words = [[(f"w{i}_{j}", "NN") for j in range(20)] for i in range(300)]
+    bag = db.from_sequence(words, npartitions=3)
+    vectorizer = SequenceVectorizer(("word", "word[-1]|word"), window=1).fit(bag)
+    assert len(vectorizer.vocabulary_) > 10_000
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "100kB"}), \
+            warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        refit = vectorizer.fit(bag)
+    assert refit.vocabulary_ == SequenceVectorizer(("word", "word[-1]|word"),
+                                                   window=1).fit(words).vocabulary_
