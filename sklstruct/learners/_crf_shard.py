@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._parallel import block_ranges, n_threads, run
-from ._crf import BLOCK, CRFGradient, crf_pass, emission_gradient, row_starts
+from ._crf import BLOCK, CRFGradient, StateLayout, crf_pass, emission_gradient, row_starts
 
 
 def seen_states(data, codes, n_labels):
@@ -87,15 +87,19 @@ class CRFShard:
         self.data = data
         n_local = m.shape[1]
         # which entries of W (F_local, L) raveled hold which of theta: the
-        # weights go there, the gradient comes back from there; None: W is
-        # theta's first n_w entries as they are (and G is written into the
-        # gradient in place)
+        # weights go there; None: W is theta's first n_w entries as they are.
+        # The gradient G (dense (F_local, L) raveled, or with learned states
+        # compact: those of each local feature in turn, in label order, see
+        # StateLayout) goes to theta's entries _grad_dest; None: G is written
+        # into the gradient's first n_w entries in place
+        self._layout = None              # (ptr, label) of a StateLayout
         if states is None:
             if self.compact:
                 self._index = (np.arange(n_local * L),
                                (features[:, None] * L + np.arange(L)).ravel())
             else:
                 self._index = None
+            self._grad_dest = None if self._index is None else self._index[1]
         elif self.compact:
             feature_of = states // L
             start = np.searchsorted(feature_of, features, "left")
@@ -104,8 +108,12 @@ class CRFShard:
             src = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
             src += np.repeat(start, counts)
             self._index = (local * L + states[src] % L, src)
+            self._layout = (np.r_[0, np.cumsum(counts)], states[src] % L)
+            self._grad_dest = src
         else:
             self._index = (states, slice(0, n_w))
+            self._layout = (np.searchsorted(states // L, np.arange(n_local + 1)), states % L)
+            self._grad_dest = None
         self._buffers = None
 
     # the buffers are rebuilt where the shard is used: a shard that a Dask
@@ -119,12 +127,13 @@ class CRFShard:
         # what the Dask scheduler weighs before moving a shard: its data and buffers
         m = self.data.matrix
         n_w_local = m.shape[1] * self.L if self._index is not None else 0
+        n_g = 0 if self._grad_dest is None else len(self._grad_dest)
         return (m.data.nbytes + m.indices.nbytes + m.indptr.nbytes + self.codes.nbytes
-                + 8 * (self.codes.shape[0] * self.L + 2 * n_w_local))
+                + 8 * (self.codes.shape[0] * self.L + n_w_local + n_g))
 
     def _prepared(self):
         """(chain data, node, W and G buffers, sentence ranges, feature ranges,
-        their row starts)."""
+        their row starts, the StateLayout of the gradient or None)."""
         if self._buffers is None:
             m = self.data.matrix
             F, L = m.shape[1], self.L
@@ -139,12 +148,12 @@ class CRFShard:
             # token and range) rather than by bisection at every evaluation
             starts = ({} if len(features) < 2
                       else {a: row_starts(self.data.chain_data(), a) for a, _ in features})
-            W = G = None
-            if self._index is not None:
-                W, G = np.zeros(F * L), np.empty((F, L))
+            W = None if self._index is None else np.zeros(F * L)
+            G = None if self._grad_dest is None else np.empty(len(self._grad_dest))
+            layout = None if self._layout is None else StateLayout(*self._layout, L)
             self._buffers = (self.data.chain_data(), np.empty((m.shape[0], L)), W, G,
                              block_ranges(self.n_jobs, BLOCK, len(self.data), per_thread=4),
-                             features, starts)
+                             features, starts, layout)
         return self._buffers
 
     def _weights(self, theta, W_buffer):
@@ -162,7 +171,7 @@ class CRFShard:
         ``pointwise`` ``log Z - log Z_t`` per token; with ``grad_weights``
         (``(node_w, gold_w, cond_c)`` of a loss) also the gradient of their
         weighted sum, of length ``n_theta``: ``(values, gradient)``."""
-        c, node, W_buffer, G, sentences, features, starts = self._prepared()
+        c, node, W_buffer, G, sentences, features, starts, layout = self._prepared()
         W, P = self._weights(theta, W_buffer)
         codes, n_sent = self.codes, len(self.data)
         sent_val = np.empty(n_sent)
@@ -178,12 +187,11 @@ class CRFShard:
             return v
         # a compact shard has a gradient only at its features' entries
         out = np.zeros(self.n_theta) if self.compact else np.empty(self.n_theta)
-        if self._index is None:
-            G = out[:self.n_w].reshape(-1, self.L)     # written in place
-        run(self.n_jobs, lambda a, b: emission_gradient(c, node, a, b, G, starts.get(a)),
-            features)
-        if self._index is not None:
-            local, where = self._index
-            out[where] = G.reshape(-1)[local]
+        if self._grad_dest is None:
+            G = out[:self.n_w]                      # written in place
+        run(self.n_jobs,
+            lambda a, b: emission_gradient(c, node, a, b, G, starts.get(a), layout), features)
+        if self._grad_dest is not None:
+            out[self._grad_dest] = G
         out[self.n_w:] = chain.sum(axis=0).ravel()
         return v, out

@@ -253,13 +253,58 @@ def test_emission_gradient_over_any_feature_ranges_is_the_same_product():
     data = as_stacked([X[i:i + 3] for i in range(0, 300, 3)])
     node = rng.normal(size=(300, 4))
     whole, parts = np.empty((40, 4)), np.full((40, 4), np.nan)
-    emission_gradient(data.chain_data(), node, 0, 40, whole)
+    emission_gradient(data.chain_data(), node, 0, 40, whole.reshape(-1))
     for a, b in [(0, 7), (7, 8), (8, 8), (8, 33), (33, 40)]:
-        emission_gradient(data.chain_data(), node, a, b, parts)
+        emission_gradient(data.chain_data(), node, a, b, parts.reshape(-1))
     np.testing.assert_array_equal(parts, whole)
     np.testing.assert_allclose(whole, X.T @ node, rtol=1e-12)
+    with pytest.raises(ValueError, match="within the features"):
+        emission_gradient(data.chain_data(), node, 0, 41, whole.reshape(-1))
     with pytest.raises(ValueError, match="row per feature"):
-        emission_gradient(data.chain_data(), node, 0, 41, whole)
+        emission_gradient(data.chain_data(), node, 0, 40, whole.reshape(-1)[:-1])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compact_emission_gradient_is_the_full_products_learned_entries(seed):
+    """With a StateLayout (the learned (feature, label) pairs), the gradient
+    holds exactly those entries of X^T node, to the bit, for any split of
+    the features, with or without the rows' starts."""
+    from sklstruct.learners._crf import StateLayout, emission_gradient, row_starts
+
+    rng = np.random.default_rng(seed)
+    F, L = 25, 5
+    X = sp.random(120, F, density=0.3, format="csr", random_state=seed)
+    data = as_stacked([X[i:i + 4] for i in range(0, 120, 4)])
+    c, node = data.chain_data(), rng.normal(size=(120, L))
+    states = np.flatnonzero(rng.random(F * L) < 0.3)     # (a feature may have none)
+    full = np.empty(F * L)
+    emission_gradient(c, node, 0, F, full)
+    layout = StateLayout.of_states(states, F, L)
+    np.testing.assert_array_equal(layout.label, states % L)
+    for cuts in ([0, F], [0, 3, 3, 11, 24, F]):
+        compact = np.full(len(states), np.nan)
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            emission_gradient(c, node, a, b, compact, row_starts(c, a) if seed % 2 else None,
+                              layout)
+        np.testing.assert_array_equal(compact, full[states])
+
+
+def test_a_bad_state_layout_is_refused_and_a_mismatched_one_not_used():
+    from sklstruct.learners._crf import StateLayout, emission_gradient
+
+    for ptr, label, match in [([1, 2], [0, 1], "start at 0"), ([0, 2, 1], [0], "never decrease"),
+                              ([0, 3], [0, 1], "end at"), ([0, 2], [0, 5], r"in \[0, 5\)"),
+                              ([0, 1], [-1], r"in \[0, 5\)"), ([], [], "not empty")]:
+        with pytest.raises(ValueError, match=match):
+            StateLayout(ptr, label, 5)
+    X = sp.random(10, 4, density=0.5, format="csr", random_state=0)
+    c, node = as_stacked([X]).chain_data(), np.ones((10, 5))
+    layout = StateLayout.of_states([0, 6, 19], 4, 5)
+    for bad_layout, G in [(StateLayout.of_states([0, 6], 3, 5), np.empty(2)),
+                          (StateLayout.of_states([0, 6, 19], 4, 6), np.empty(3)),
+                          (layout, np.empty(4))]:
+        with pytest.raises(ValueError, match="layout must have"):
+            emission_gradient(c, node, 0, 4, G, None, bad_layout)
 
 
 def test_row_starts_are_where_each_row_reaches_a_feature_and_any_starts_are_safe():
@@ -279,23 +324,23 @@ def test_row_starts_are_where_each_row_reaches_a_feature_and_any_starts_are_safe
                     for r in range(200)]
         np.testing.assert_array_equal(row_starts(c, f0), expected)
     whole = np.empty((30, 3))
-    emission_gradient(c, node, 0, 30, whole)
+    emission_gradient(c, node, 0, 30, whole.reshape(-1))
     parts = np.full((30, 3), np.nan)
     for a, b in [(0, 9), (9, 21), (21, 30)]:
-        emission_gradient(c, node, a, b, parts, row_starts(c, a))
+        emission_gradient(c, node, a, b, parts.reshape(-1), row_starts(c, a))
     np.testing.assert_array_equal(parts, whole)
     lengths = np.diff(X.indptr).astype(np.int32)
     for bad in (np.zeros(200, np.int32), lengths, lengths + 5, np.full(200, -3, np.int32),
                 np.full(200, 2**31 - 1, np.int32)):
         G = np.full((30, 3), np.nan)
-        emission_gradient(c, node, 9, 21, G, bad)
+        emission_gradient(c, node, 9, 21, G.reshape(-1), bad)
         assert np.isnan(G[:9]).all() and np.isnan(G[21:]).all()
         if bad is lengths:
             assert not G[9:21].any()       # (every row's run skipped)
         else:
             np.testing.assert_array_equal(G[9:21], whole[9:21])
     with pytest.raises(ValueError, match="row per token"):
-        emission_gradient(c, node, 0, 30, whole, np.zeros(5, np.int32))
+        emission_gradient(c, node, 0, 30, whole.reshape(-1), np.zeros(5, np.int32))
 
 
 @pytest.mark.parametrize("all_possible_states", [True, False])
