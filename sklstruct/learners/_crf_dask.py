@@ -4,22 +4,17 @@ L-BFGS runs on the client, as in a serial fit
 (:meth:`sklstruct.CRFTagger._objective` is the same code); what it calls
 the shards is :class:`BagShards`, whose shards are
 :class:`._crf_shard.CRFShard` objects built on the workers, one per
-partition, from the partitions themselves, and kept there, each worker
-holding a run of consecutive partitions.  Each worker's shards are then
-held by one Dask actor (:class:`_WorkerShards`), so that an evaluation is
-one direct call per worker, theta its argument: a task per worker, with
-theta scattered first, made each round trip through the scheduler about
-33 ms on CoNLL-2000 (20 ms of it with no data at all), the actors about
-19 ms.  The call evaluates the worker's shards and adds their gradients in
-the tree fixed by the partition order (:func:`sklstruct._dask.tree_reduce`),
-as far as its partitions go; the client gets each shard's values (one
-float per sentence, or per token for the pointwise losses) and one partial
-gradient per worker (or a few, when a worker holds partitions that are not
-consecutive), and completes the tree.  The values are concatenated in
-sentence order, so the loss is computed from the very array of a serial
-fit; only the order of the gradient's sums differs (partial sums per
-partition), the same for any number of workers.  A worker lost during the
-fit makes it fail with a clear error (an actor's state is not recomputed).
+partition, from the partitions themselves, and kept there (futures), each
+worker holding a run of consecutive partitions.  Per evaluation, theta is
+sent to the cluster once and one task runs on each worker: it evaluates the
+worker's shards and adds their gradients in the tree fixed by the partition
+order (:func:`sklstruct._dask.tree_reduce`), as far as its partitions go; the
+client gets each shard's values (one float per sentence, or per token for
+the pointwise losses) and one partial gradient per worker (or a few, when a
+worker holds partitions that are not consecutive), and completes the tree.
+The values are concatenated in sentence order, so the loss is computed from
+the very array of a serial fit; only the order of the gradient's sums
+differs (partial sums per partition), the same for any number of workers.
 
 Set-up, before the first evaluation: the workers stack and check their
 partitions and send back their sentence lengths and labels; the client
@@ -29,9 +24,8 @@ the columns its sentences use (``compact``).
 """
 import numpy as np
 
-from .._actors import DaskActors
-from .._dask import (active_client, check_bags, gather, holders, lost_workers, release, share,
-                     submit_each, tree_reduce)
+from .._dask import (active_client, check_bags, gather, holders, lost_workers, pinned,
+                     release, share, submit_each, tree_reduce)
 from ._bag_data import bag_partitions, partition_codes
 from ._crf_shard import CRFShard, seen_states
 
@@ -74,28 +68,6 @@ def _evaluate_run(theta, pointwise, n_parts, indices, weights, *shards):
     return values, nodes
 
 
-class _WorkerShards:
-    """A worker's shards (partitions ``indices`` of ``n_parts``), resident
-    as a Dask actor for the fit."""
-
-    def __init__(self, n_parts, indices, *shards):
-        self.n_parts, self.indices, self.shards = n_parts, list(indices), shards
-        self.weights = [None] * len(shards)
-
-    def evaluate(self, theta, pointwise, weights, same_weights):
-        """:func:`_evaluate_run` of the shards; ``weights`` as there (None:
-        the values only), or with ``same_weights`` those of the last call
-        (the log losses' weights never change: sent once)."""
-        if same_weights:
-            weights = self.weights
-        elif weights is None:
-            weights = [None] * len(self.shards)
-        else:
-            self.weights = weights
-        return _evaluate_run(theta, pointwise, self.n_parts, self.indices, weights,
-                             *self.shards)
-
-
 # -- on the client --------------------------------------------------------------------
 class _Meta:
     """What a loss reads of the training set (:meth:`CRFLoss.weights`):
@@ -116,46 +88,49 @@ class BagShards:
 
     def __init__(self, client, shards, sent_counts, tok_counts, keep=()):
         self.client, self.shards, self._keep = client, shards, list(keep)
-        # the shards of each worker (one actor per worker, called once per evaluation)
+        # the shards of each worker (one task per worker and evaluation)
         runs = {}
         for i, where in enumerate(holders(client, shards)):
             runs.setdefault(None if where is None else where[0], []).append(i)
         self._runs = list(runs.items())
         self._sent = np.concatenate([[0], np.cumsum(sent_counts)])
         self._tok = np.concatenate([[0], np.cumsum(tok_counts)])
-        self._weights = None              # the last loss weights sent
-        self._actors = DaskActors(
-            client, _WorkerShards,
-            [(len(shards), run, *[shards[i] for i in run]) for _, run in self._runs], _WHAT,
-            where=[None if where is None else [where] for where, _ in self._runs])
+        self._weights = (None, None)       # (the last weights, their futures)
 
     def _split(self, grad_weights):
-        """The loss's weights cut per worker, each a list of one triple per
-        shard, and whether they are those sent last."""
-        last = self._weights
+        """One future per shard of its part of the loss's weights; kept while
+        they do not change (the log losses' weights never do)."""
+        last, futures = self._weights
         if last is not None and all(
                 (a is None and b is None) or (a is not None and b is not None
                                               and np.array_equal(a, b))
                 for a, b in zip(last, grad_weights)):
-            return [None] * len(self._runs), True
+            return futures
         node_w, gold_w, cond_c = grad_weights
-        self._weights = grad_weights
-        sent, tok = self._sent, self._tok
-        return [[(node_w[sent[i]:sent[i + 1]], gold_w[sent[i]:sent[i + 1]],
-                  None if cond_c is None else cond_c[tok[i]:tok[i + 1]]) for i in run]
-                for _, run in self._runs], False
+        parts = [(node_w[a:b], gold_w[a:b], None if cond_c is None else cond_c[c:d])
+                 for a, b, c, d in zip(self._sent[:-1], self._sent[1:], self._tok[:-1],
+                                       self._tok[1:])]
+        futures = self.client.scatter(parts, hash=False)
+        release([self._weights[1] or []])
+        self._weights = (grad_weights, futures)
+        return futures
 
     def values(self, theta, pointwise, grad_weights=None):
         with lost_workers(_WHAT):
             return self._values(theta, pointwise, grad_weights)
 
     def _values(self, theta, pointwise, grad_weights):
-        n = len(self.shards)
-        if grad_weights is None:
-            weights, same = [None] * len(self._runs), False
-        else:
-            weights, same = self._split(grad_weights)
-        results = self._actors.call("evaluate", [(theta, pointwise, w, same) for w in weights])
+        client, n = self.client, len(self.shards)
+        theta_f = share(client, theta)
+        weights = [None] * n if grad_weights is None else self._split(grad_weights)
+        tasks = [client.submit(_evaluate_run, theta_f, pointwise, n, run,
+                               [weights[i] for i in run], *[self.shards[i] for i in run],
+                               **pinned(None if where is None else [where]))
+                 for where, run in self._runs]
+        try:
+            results = gather(client, tasks, _WHAT)
+        finally:
+            release(tasks + [theta_f])
         values, nodes = [None] * n, {}
         for (_, run), (run_values, run_nodes) in zip(self._runs, results):
             for i, v in zip(run, run_values):
@@ -168,11 +143,8 @@ class BagShards:
         return values, grad
 
     def close(self):
-        if self._actors is not None:
-            release(self._actors.futures or [])
-            self._actors.close()
-        release([self.shards, self._keep])
-        self.shards, self._keep, self._actors, self._weights = [], [], None, None
+        release([self.shards, self._weights[1] or [], self._keep])
+        self.shards, self._weights, self._keep = [], (None, None), []
 
 
 def bag_problem(estimator, X, y, warm):
