@@ -232,8 +232,7 @@ cdef class StateLayout:
     accesses (one per nonzero of X), not by the multiplications: it runs
     only about 6% faster, and a serial fit's peak is 45 MB lower.
     """
-    cdef readonly object ptr, label
-    cdef const long long[::1] _ptr
+    cdef const long long[::1] _ptr          # (private copies: the kernel trusts them)
     cdef const int[::1] _label
     cdef readonly Py_ssize_t n_features, n_states, n_labels
 
@@ -247,9 +246,18 @@ cdef class StateLayout:
                              "len(label)")
         if label.shape[0] and (label.min() < 0 or label.max() >= n_labels):
             raise ValueError(f"StateLayout: labels must be in [0, {n_labels})")
-        self.ptr, self.label = ptr, label
         self._ptr, self._label = ptr, label
         self.n_features, self.n_states, self.n_labels = ptr.shape[0] - 1, label.shape[0], n_labels
+
+    @property
+    def ptr(self):
+        """A copy of ``ptr``."""
+        return np.array(self._ptr)
+
+    @property
+    def label(self):
+        """A copy of ``label``."""
+        return np.array(self._label)
 
     @classmethod
     def of_states(cls, states, Py_ssize_t n_features, Py_ssize_t n_labels):
