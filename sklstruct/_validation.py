@@ -18,6 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval
 
+from ._dask import is_bag
+
 
 #: Largest ``k`` (best structures per example) accepted anywhere: far more
 #: than a learner can use, and it bounds the k-best scratch (k x T labels).
@@ -105,6 +107,12 @@ def check_sentence_list(X, name="X", what="per-sentence feature matrices", item_
     (unless ``allow_empty``).  ``sized=False`` also takes an iterator (read
     once), as scikit-learn's text vectorizers do.
     """
+    if is_bag(X):
+        raise InputTypeError(
+            f"{name}: got a dask Bag; only CRFTagger, ParameterMixingTagger, "
+            "SequenceVectorizer and a Pipeline of them fit on bags (with a dask.distributed "
+            "client active): wrap an online tagger in ParameterMixingTagger, or bring the "
+            f"sentences here as a list ({name}.compute())")
     if X is None or isinstance(X, (str, bytes, Mapping, Set)) or sp.issparse(X) or (
             isinstance(X, np.ndarray) and X.ndim <= item_ndim and X.dtype != object):
         shape = f" of shape {X.shape}" if hasattr(X, "shape") else ""

@@ -128,3 +128,15 @@ def test_score_checks_y(fitted):
         model.score(X, [t[:-1] for t in y])
     with pytest.raises(ValueError, match="predict_kbest|k must"):
         model.predict_kbest(X, k=0)
+
+
+@pytest.mark.parametrize("cls", [c for name, c in TAGGERS.items() if name != "crf"])
+def test_a_bag_given_to_a_tagger_without_a_bag_fit_says_what_does_fit_on_bags(cls):
+    """Only CRFTagger (and ParameterMixingTagger, the vectorizers, a Pipeline
+    of them) fit on dask bags; the others say so, and what to do instead,
+    before anything is computed (no client needed to get the message)."""
+    db = pytest.importorskip("dask.bag")
+    X, y = data()
+    with pytest.raises(TypeError, match="got a dask Bag; only CRFTagger, ParameterMixingTagger"):
+        make(cls, max_iter=1).fit(db.from_sequence(X, npartitions=2),
+                                  db.from_sequence(y, npartitions=2))
