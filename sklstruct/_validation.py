@@ -111,8 +111,10 @@ def check_sentence_list(X, name="X", what="per-sentence feature matrices", item_
         raise InputTypeError(
             f"{name}: got a dask Bag; only CRFTagger, ParameterMixingTagger, "
             "SequenceVectorizer and a Pipeline of them fit on bags (with a dask.distributed "
-            "client active): wrap an online tagger in ParameterMixingTagger, or bring the "
-            f"sentences here as a list ({name}.compute())")
+            "client active).  Wrap an online tagger in ParameterMixingTagger; "
+            "F1MaxMarginParser runs its passes on the cluster from lists inside "
+            "joblib.parallel_config(backend='dask'); or bring the sentences here as a list "
+            f"({name}.compute())")
     if X is None or isinstance(X, (str, bytes, Mapping, Set)) or sp.issparse(X) or (
             isinstance(X, np.ndarray) and X.ndim <= item_ndim and X.dtype != object):
         shape = f" of shape {X.shape}" if hasattr(X, "shape") else ""
