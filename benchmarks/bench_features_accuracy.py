@@ -15,13 +15,22 @@ does).  The learners run with the library's defaults (the perceptron with
 ``max_iter=10``), ``random_state=0``, as do the label features' folds.  Each
 configuration prints one JSON line; ``--out`` writes the markdown table.
 
+Development runs: ``--holdout N`` trains on all but the last N training
+sentences and scores those instead of the test file (which is then not
+read); a learner may be given with parameters, ``crf:C=0.5`` or
+``perceptron:order=2:random_state=1`` (Python literals), and
+``scheme=IOBES`` trains it on IOBES labels and reads its predictions back as
+IOB2; ``--min-freq`` sets the vectorizer's ``min_freq``.
+
 Usage::
 
     python benchmarks/bench_features_accuracy.py [--data DIR] [--corpora conll2000 esp]
         [--presets plain rich] [--clusters 0 500] [--label-features off on]
-        [--learners perceptron swvm crf] [--out FILE]
+        [--learners perceptron swvm crf crf:C=0.5 ...] [--holdout N] [--min-freq K]
+        [--out FILE]
 """
 import argparse
+import ast
 import json
 import time
 import warnings
@@ -47,15 +56,44 @@ LEARNERS = {
 }
 
 
-def run(data, corpus, preset, n_clusters, label_features, learners):
+def make_learner(spec):
+    """``(model, scheme)`` of a learner spec: ``name[:key=value...]``."""
+    name, *pairs = spec.split(":")
+    params = {k: v if k == "scheme" else ast.literal_eval(v)
+              for k, v in (p.split("=", 1) for p in pairs)}
+    scheme = params.pop("scheme", "IOB2")
+    return LEARNERS[name]().set_params(**params), scheme
+
+
+def iob2_to_iobes(labels):
+    """IOB2 labels as IOBES: a chunk's last token E- (S- if it has one)."""
+    out = list(labels)
+    for t, label in enumerate(out):
+        if label != "O":
+            ends = t + 1 == len(out) or out[t + 1] != "I-" + label[2:]
+            if ends:
+                out[t] = ("S-" if label[0] == "B" else "E-") + label[2:]
+    return out
+
+
+def iobes_to_iob2(labels):
+    return [{"S": "B", "E": "I"}.get(label[0], label[0]) + label[1:] if label != "O" else label
+            for label in labels]
+
+
+def run(data, corpus, preset, n_clusters, label_features, learners, holdout=0, min_freq=1):
     train, dev, test, names = CORPORA[corpus]
     tr = read_conll(data / train)
-    te = read_conll(data / test)
-    dv = read_conll(data / dev) if dev else None
+    if holdout:
+        te, dv = (tr[0][-holdout:], tr[1][-holdout:]), None
+        tr = (tr[0][:-holdout], tr[1][:-holdout])
+    else:
+        te = read_conll(data / test)
+        dv = read_conll(data / dev) if dev else None
     # clusters=n: n Brown clusters learned at fit from the training words
     vectorizer = feature_set(names[preset], clusters=n_clusters or None,
                              label_dictionary=label_features, gazetteer=label_features,
-                             random_state=0)
+                             random_state=0, min_freq=min_freq)
     tic = time.perf_counter()
     X_train = vectorizer.fit_transform(tr[0], tr[1])
     features_s = time.perf_counter() - tic
@@ -65,13 +103,16 @@ def run(data, corpus, preset, n_clusters, label_features, learners):
            "label_features": label_features, "features": X_train.matrix.shape[1],
            "features_s": round(features_s, 1)}
     for name in learners:
-        model = LEARNERS[name]()
+        model, scheme = make_learner(name)
+        iobes = scheme.upper() == "IOBES"
+        back = iobes_to_iob2 if iobes else list
         tic = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")          # the CRF's ConvergenceWarning
-            model.fit(X_train, tr[1])
-        row[name] = {"test": round(100 * chunk_f1_score(te[1], model.predict(X_test)), 2),
-                     "dev": (round(100 * chunk_f1_score(dv[1], model.predict(X_dev)), 2)
+            model.fit(X_train, [iob2_to_iobes(t) for t in tr[1]] if iobes else tr[1])
+        predict = lambda X: [back(p) for p in model.predict(X)]  # noqa: E731
+        row[name] = {"test": round(100 * chunk_f1_score(te[1], predict(X_test)), 2),
+                     "dev": (round(100 * chunk_f1_score(dv[1], predict(X_dev)), 2)
                              if dv else None),
                      "fit_s": round(time.perf_counter() - tic, 1)}
     print(json.dumps(row), flush=True)
@@ -107,15 +148,20 @@ def main():
     parser.add_argument("--label-features", nargs="+", default=["off", "on"],
                         choices=["off", "on"])
     parser.add_argument("--learners", nargs="+", default=list(LEARNERS),
-                        choices=list(LEARNERS))
+                        help=f"{', '.join(LEARNERS)}, each optionally with :key=value...")
+    parser.add_argument("--holdout", type=int, default=0)
+    parser.add_argument("--min-freq", type=int, default=1)
     parser.add_argument("--out")
     args = parser.parse_args()
-    rows = [run(args.data, corpus, preset, c, on == "on", args.learners)
+    rows = [run(args.data, corpus, preset, c, on == "on", args.learners, args.holdout,
+                args.min_freq)
             for corpus in args.corpora for preset in args.presets
             for on in (args.label_features if preset == "rich" else ["off"])
             for c in args.clusters]
-    body = ("Chunk F1 on the test file (CoNLL-2002: esp.testb, with esp.testa in "
-            "parentheses); Brown clusters from the training file's words only "
+    scored = (f"the last {args.holdout} training sentences (trained on the others)"
+              if args.holdout else
+              "the test file (CoNLL-2002: esp.testb, with esp.testa in parentheses)")
+    body = (f"Chunk F1 on {scored}; Brown clusters from the training file's words only "
             "(`min_count=3`); label features: the label dictionary and the gazetteer "
             "of the training labels, cross-fitted (5 folds).\n\n" + table(rows, args.learners) + "\n")
     report("Feature sets: plain and rich presets, with and without Brown clusters",
