@@ -82,11 +82,12 @@ def partition_futures(client, fn, X, y, *args):
     import dask
 
     task = dask.delayed(fn, pure=True)
-    # unoptimised graphs: optimised one by one, X's and y's would each fuse
-    # their own copy of a task they share (read_conll_bag's reading of a
-    # file range), which then ran twice
-    parts = [task(dx, dy, *args) for dx, dy in zip(X.to_delayed(optimize_graph=False),
-                                                   y.to_delayed(optimize_graph=False))]
+    # each bag's graph optimised on its own: a task X and y share (read_conll_bag's
+    # reading of a file range) is fused into each and runs twice, but taking the
+    # unoptimised graphs to run it once broke bags whose shared partitions can be
+    # iterated once only (a generator: X's pass emptied y's) and put raw keys in
+    # the scheduler that a later compute of the same bag gives other tasks
+    parts = [task(dx, dy, *args) for dx, dy in zip(X.to_delayed(), y.to_delayed())]
     where = placement(client, len(parts))
     futures = [None] * len(parts)
     for worker in dict.fromkeys(where):

@@ -107,14 +107,14 @@ def check_sentence_list(X, name="X", what="per-sentence feature matrices", item_
     (unless ``allow_empty``).  ``sized=False`` also takes an iterator (read
     once), as scikit-learn's text vectorizers do.
     """
-    if is_bag(X):
+    if sized and is_bag(X):
+        # (an iterable X, sized=False, may be a bag: it is computed here as it is read)
         raise InputTypeError(
-            f"{name}: got a dask Bag; only CRFTagger, ParameterMixingTagger, "
-            "SequenceVectorizer and a Pipeline of them fit on bags (with a dask.distributed "
-            "client active).  Wrap an online tagger in ParameterMixingTagger; "
-            "F1MaxMarginParser runs its passes on the cluster from lists inside "
-            "joblib.parallel_config(backend='dask'); or bring the sentences here as a list "
-            f"({name}.compute())")
+            f"{name}: got a dask Bag, where a list is needed ({name}.compute() brings one "
+            "here).  What fits on bags, with a dask.distributed client active: CRFTagger, "
+            "ParameterMixingTagger (around an online tagger), the vectorizers and a "
+            "Pipeline of them; F1MaxMarginParser runs its passes on a cluster from lists "
+            "inside joblib.parallel_config(backend='dask')")
     if X is None or isinstance(X, (str, bytes, Mapping, Set)) or sp.issparse(X) or (
             isinstance(X, np.ndarray) and X.ndim <= item_ndim and X.dtype != object):
         shape = f" of shape {X.shape}" if hasattr(X, "shape") else ""

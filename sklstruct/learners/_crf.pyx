@@ -19,6 +19,7 @@ Sentences write disjoint rows, and the chain blocks of BLOCK consecutive
 sentences go to their own slot, so any split of the blocks over threads sums
 the same numbers in the same order: results do not depend on ``n_jobs``.
 """
+cimport cython
 import numpy as np
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
@@ -140,7 +141,7 @@ cdef void _run_pass(const Pass* p, Py_ssize_t s0, Py_ssize_t s1, FBWork* w,
             _gradient(p, &lat, w, s, row0, log_z)
 
 
-def crf_pass(ChainData data, const int[::1] y, const double[::1] W, const double[:, ::1] P,
+def crf_pass(ChainData data not None, const int[::1] y, const double[::1] W, const double[:, ::1] P,
              Py_ssize_t s0, Py_ssize_t s1, double[::1] sent_val, double[::1] tok_val=None,
              CRFGradient grad=None):
     """Forward-backward over sentences s0 <= s < s1 (callers validate; the
@@ -202,7 +203,7 @@ cdef inline Py_ssize_t _first_at(const int* idx, Py_ssize_t j0, Py_ssize_t j1,
     return j0
 
 
-def row_starts(ChainData data, Py_ssize_t f0):
+def row_starts(ChainData data not None, Py_ssize_t f0):
     """For each row r of the stacked corpus X, the offset in the row (from
     ``indptr[r]``) of its first entry whose column is >= f0: where
     :func:`emission_gradient` starts reading the row for the features from
@@ -217,6 +218,7 @@ def row_starts(ChainData data, Py_ssize_t f0):
     return out
 
 
+@cython.auto_pickle(False)           # (a state set by unpickling would skip the checks)
 cdef class StateLayout:
     """The emission weights a CRF learns (without ``all_possible_states``):
     for each feature f, the labels ``label[ptr[f]:ptr[f + 1]]`` whose weights
@@ -232,11 +234,15 @@ cdef class StateLayout:
     accesses (one per nonzero of X), not by the multiplications: it runs
     only about 6% faster, and a serial fit's peak is 45 MB lower.
     """
+    cdef bint _made
     cdef const long long[::1] _ptr          # (private copies: the kernel trusts them)
     cdef const int[::1] _label
     cdef readonly Py_ssize_t n_features, n_states, n_labels
 
     def __init__(self, ptr, label, Py_ssize_t n_labels):
+        if self._made:
+            raise RuntimeError("StateLayout: already made (a kernel may be reading it)")
+        self._made = True
         ptr = np.array(ptr, dtype=np.int64)          # (copies: nobody else may change them)
         label = np.array(label, dtype=np.int32)
         if ptr.ndim != 1 or label.ndim != 1 or ptr.shape[0] < 1:
@@ -267,7 +273,7 @@ cdef class StateLayout:
         return cls(ptr, states % n_labels, n_labels)
 
 
-def emission_gradient(ChainData data, const double[:, ::1] node, Py_ssize_t f0,
+def emission_gradient(ChainData data not None, const double[:, ::1] node, Py_ssize_t f0,
                       Py_ssize_t f1, double[::1] G, const int[::1] starts=None,
                       StateLayout layout=None):
     """The gradient's emission block X^T node for the features f0 <= f < f1,
@@ -297,6 +303,8 @@ def emission_gradient(ChainData data, const double[:, ::1] node, Py_ssize_t f0,
     cdef bint given = starts is not None, compact = layout is not None
     cdef const long long* ptr = NULL
     cdef const int* lab = NULL
+    cdef const long long[::1] ptr_view
+    cdef const int[::1] lab_view
     if not 0 <= f0 <= f1 <= data.n_features:
         raise ValueError("emission_gradient: f0:f1 must be within the features")
     if node.shape[0] != n_rows:
@@ -306,9 +314,12 @@ def emission_gradient(ChainData data, const double[:, ::1] node, Py_ssize_t f0,
                 or G.shape[0] != layout.n_states:
             raise ValueError("emission_gradient: the layout must have the data's features "
                              "and node's labels, G an entry per state")
+        ptr_view, lab_view = layout._ptr, layout._label     # (held for the call)
         if layout.n_states:
-            ptr, lab = &layout._ptr[0], &layout._label[0]
-    elif G.shape[0] != data.n_features * L:
+            ptr, lab = &ptr_view[0], &lab_view[0]
+    elif (G.shape[0] != 0 if L == 0 else
+          G.shape[0] % L != 0 or G.shape[0] // L != data.n_features):
+        # (compared by division: n_features * L could wrap around)
         raise ValueError("emission_gradient: G must have a row per feature of node's labels")
     if given and starts.shape[0] != n_rows:
         raise ValueError("emission_gradient: starts must have a row per token")

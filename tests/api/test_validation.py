@@ -133,10 +133,21 @@ def test_score_checks_y(fitted):
 @pytest.mark.parametrize("cls", [c for name, c in TAGGERS.items() if name != "crf"])
 def test_a_bag_given_to_a_tagger_without_a_bag_fit_says_what_does_fit_on_bags(cls):
     """Only CRFTagger (and ParameterMixingTagger, the vectorizers, a Pipeline
-    of them) fit on dask bags; the others say so, and what to do instead,
-    before anything is computed (no client needed to get the message)."""
+    of them) fit on dask bags; the others say a list is needed and what does
+    fit on bags, before anything is computed (no client needed)."""
     db = pytest.importorskip("dask.bag")
     X, y = data()
-    with pytest.raises(TypeError, match="got a dask Bag; only CRFTagger, ParameterMixingTagger"):
+    with pytest.raises(TypeError, match=r"got a dask Bag, where a list is needed .*CRFTagger, "
+                                        "ParameterMixingTagger"):
         make(cls, max_iter=1).fit(db.from_sequence(X, npartitions=2),
                                   db.from_sequence(y, npartitions=2))
+
+
+def test_what_reads_an_iterable_still_takes_a_bag():
+    """Functions that take any iterable (read once) compute a bag as they
+    read it, as before."""
+    db = pytest.importorskip("dask.bag")
+    from sklstruct.metrics import token_accuracy_score
+
+    y = [["a", "b"], ["b"]]
+    assert token_accuracy_score(db.from_sequence(y, npartitions=2), y) == 1.0

@@ -70,31 +70,3 @@ def test_errors_are_read_conlls_with_the_line(tmp_path):
     with pytest.raises(ValueError, match="encoding"):
         read_conll_bag(path, encoding="no-such-codec")
 
-
-def test_a_fit_reads_each_range_once_for_both_bags(tmp_path, monkeypatch):
-    """What a fit on bags computes per partition (``_dask.partition_futures``:
-    the sentences and the labels together) reads each file range once: X's
-    and y's graphs, each optimised alone, used to fuse a reading each."""
-    from sklstruct._dask import partition_futures
-    from sklstruct.datasets import _conll_bag
-
-    reads = []
-    read = _conll_bag._read_range
-    monkeypatch.setattr(_conll_bag, "_read_range",
-                        lambda *args: reads.append(args[1]) or read(*args))
-    path = tmp_path / "a.conll"
-    path.write_bytes(TEXT.encode())
-    X, y = read_conll_bag(path, partitions_per_file=3)
-    X = X.map_partitions(list)             # (as a vectorizer's transform maps it)
-
-    class Client:                          # computes here what a fit would on workers
-        def scheduler_info(self):
-            return {"workers": {}}
-
-        def compute(self, collections, **kwargs):
-            return list(dask.compute(*collections, scheduler="sync"))
-
-    parts = partition_futures(Client(), lambda a, b: (a, b), X, y)
-    assert sorted(reads) == [0, 1, 2]
-    assert parts == [tuple(map(list, dask.compute(a, b, scheduler="sync")))
-                     for a, b in zip(X.to_delayed(), y.to_delayed())]

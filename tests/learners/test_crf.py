@@ -291,6 +291,32 @@ def test_the_compact_emission_gradient_is_the_full_products_learned_entries(seed
         np.testing.assert_array_equal(compact, full[states])
 
 
+def test_the_gradient_kernels_refuse_what_could_reach_out_of_bounds():
+    """A layout is made once (no re-initialisation under a running kernel,
+    no unpickled state that skipped the checks), no ChainData is None, and
+    a dense G is checked without the product F x L that could wrap around."""
+    import pickle
+
+    from sklstruct._chain import ChainData
+    from sklstruct.learners._crf import StateLayout, crf_pass, emission_gradient, row_starts
+
+    layout = StateLayout([0, 1], [0], 1)
+    with pytest.raises(RuntimeError, match="already made"):
+        layout.__init__([0], [], 1)
+    assert not hasattr(layout, "__setstate_cython__")
+    with pytest.raises(TypeError):
+        pickle.dumps(layout)
+    c = ChainData(np.array([0]), np.zeros(0, np.int32), np.zeros(0), np.array([0, 0]), 32)
+    with pytest.raises(ValueError, match="row per feature"):
+        emission_gradient(c, np.empty((0, 1 << 59)), 0, 31, np.zeros(0))
+    with pytest.raises(TypeError):
+        row_starts(None, 0)
+    with pytest.raises(TypeError):
+        emission_gradient(None, np.ones((1, 1)), 0, 1, np.zeros(1))
+    with pytest.raises(TypeError):
+        crf_pass(None, np.zeros(1, np.int32), np.zeros(1), np.zeros((3, 1)), 0, 1, np.zeros(1))
+
+
 def test_a_bad_state_layout_is_refused_and_a_mismatched_one_not_used():
     from sklstruct.learners._crf import StateLayout, emission_gradient
 

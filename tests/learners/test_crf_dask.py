@@ -73,6 +73,21 @@ def test_bags_give_the_serial_model(client, loss, order):
     assert (dist.coef_[0, 5] == 0) and np.array_equal(dist.classes_, serial.classes_)
 
 
+def _one_pass(partition):
+    return (pair for pair in partition)      # a partition that can be iterated once
+
+
+def test_bags_sharing_partitions_that_iterate_once(client):
+    """X and y taken from one bag whose partitions are generators (each
+    can be read once): each gets its own, as with X.compute() and
+    y.compute(); the model is the serial one."""
+    X, y = problem()
+    serial = fit(CRFTagger(max_iter=3), X, y)
+    base = db.from_sequence(list(zip(X, y)), npartitions=2).map_partitions(_one_pass)
+    dist = fit(CRFTagger(max_iter=3), base.pluck(0), base.pluck(1))
+    assert dist.objective_ == pytest.approx(serial.objective_, rel=1e-8)
+
+
 def test_all_states_warm_start_and_a_plain_local_model(client):
     """all_possible_states and warm_start on bags; the fitted tagger is an
     ordinary local estimator (pickles, predicts on lists)."""
