@@ -376,7 +376,8 @@ class F1MaxMarginParser(JointFeatureMap, BaseParser):
             # the inference passes on the workers, one part of the trees on each
             parts = tree_parts(n, n_workers(client), self, prepared["tokens"],
                                prepared["gold"], feats, spans)
-            with resident(TreePart, parts, None, client, type(self).__name__) as actors:
+            with resident(TreePart, parts, None, client, type(self).__name__,
+                          stateless=True) as actors:
                 solver.fit(PartedTrees(actors), n, w0, start=tic)
         self.coef_ = solver.w_
         self._set_views()

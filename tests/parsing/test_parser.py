@@ -775,3 +775,48 @@ def test_a_dask_cluster_gives_the_same_model():
         b = F1MaxMarginParser(C=10, max_iter=5).fit(X, trees)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert [h["violated"] for h in a.history_] == [h["violated"] for h in b.history_]
+
+
+def _die():
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_dask_worker_killed_mid_fit_fails_clearly_or_recovers(monkeypatch):
+    """The worker holding the first part of the trees is killed at the
+    second inference pass: fit raises a RuntimeError naming the lost
+    worker, leaving the parser unfitted, or ends with the model of the
+    threads; it never hangs."""
+    import distributed
+    from joblib import parallel_config
+
+    from sklstruct.parsing import _tree_parts
+
+    X, trees = toy()
+    threads = F1MaxMarginParser(C=10, max_iter=4).fit(X, trees)
+    calls, most_violated = [], _tree_parts.PartedTrees.most_violated
+
+    def killing(self, w):
+        calls.append(1)
+        if len(calls) == 2:
+            holder = client.who_has([self.parts.futures[0]])[self.parts.futures[0].key][0]
+            try:
+                client.run(_die, workers=[holder])
+            except Exception:          # the worker dies before it can answer
+                pass
+        return most_violated(self, w)
+
+    monkeypatch.setattr(_tree_parts.PartedTrees, "most_violated", killing)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client, parallel_config(backend="dask"):
+        parser = F1MaxMarginParser(C=10, max_iter=4)
+        try:
+            parser.fit(X, trees)
+        except RuntimeError as exc:
+            assert "worker" in str(exc)
+            assert not hasattr(parser, "coef_")
+        else:
+            np.testing.assert_array_equal(parser.coef_, threads.coef_)
