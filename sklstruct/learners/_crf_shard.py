@@ -90,9 +90,9 @@ class CRFShard:
         # weights go there; None: W is theta's first n_w entries as they are.
         # The gradient G (dense (F_local, L) raveled, or with learned states
         # compact: those of each local feature in turn, in label order, see
-        # StateLayout) goes to theta's entries _grad_dest; None: G is written
-        # into the gradient's first n_w entries in place
-        self._layout = None              # (ptr, label) of a StateLayout
+        # StateLayout, of _index[0]) goes to theta's entries _grad_dest; None:
+        # G is written into the gradient's first n_w entries in place
+        self._learned_only = states is not None
         if states is None:
             if self.compact:
                 self._index = (np.arange(n_local * L),
@@ -107,12 +107,10 @@ class CRFShard:
             local = np.repeat(np.arange(n_local, dtype=np.int64), counts)
             src = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
             src += np.repeat(start, counts)
-            self._index = (local * L + states[src] % L, src)
-            self._layout = (np.r_[0, np.cumsum(counts)], states[src] % L)
+            self._index = (local * L + states[src] % L, src)    # (sorted, as states)
             self._grad_dest = src
         else:
             self._index = (states, slice(0, n_w))
-            self._layout = (np.searchsorted(states // L, np.arange(n_local + 1)), states % L)
             self._grad_dest = None
         self._buffers = None
 
@@ -150,7 +148,8 @@ class CRFShard:
                       else {a: row_starts(self.data.chain_data(), a) for a, _ in features})
             W = None if self._index is None else np.zeros(F * L)
             G = None if self._grad_dest is None else np.empty(len(self._grad_dest))
-            layout = None if self._layout is None else StateLayout(*self._layout, L)
+            # the learned states, as sorted flat indices into W (F_local, L)
+            layout = StateLayout.of_states(self._index[0], F, L) if self._learned_only else None
             self._buffers = (self.data.chain_data(), np.empty((m.shape[0], L)), W, G,
                              block_ranges(self.n_jobs, BLOCK, len(self.data), per_thread=4),
                              features, starts, layout)
