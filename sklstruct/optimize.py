@@ -128,21 +128,8 @@ def _lbfgs(fun, x0, max_iter, gtol, ftol, m, callback, rtol=None, past=0, delta=
         if np.max(np.abs(g)) <= gtol:
             message, success = "the gradient is below gtol", True
             break
-        # two-loop recursion: p = -H g
-        q = g.copy()
-        alphas = []
-        for s, y, rho in reversed(history):
-            a = rho * float(s @ q)
-            daxpy(y, q, a=-a)                   # q -= a y, in place
-            alphas.append(a)
-        gamma = history[-1][2] * float(history[-1][1] @ history[-1][1]) if history else 0.0
-        if history and gamma > 0 and np.isfinite(gamma):
-            q *= -1.0 / gamma
-        else:
-            q *= -1.0 / max(1.0, float(np.linalg.norm(g)))
-        for (s, y, rho), a in zip(history, reversed(alphas)):
-            daxpy(s, q, a=-(a + rho * float(y @ q)))   # (q is -H g from here on)
-        p = q
+        # (with no usable history, a first step of length at most 1)
+        p = _two_loop(history, g, -1.0 / max(1.0, float(np.linalg.norm(g))))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LineSearchWarning)   # reported in `message`
             step, _, _, f_new, _, g_new = line_search(
@@ -269,18 +256,20 @@ def owlqn(fun, x0, c, max_iter=100, gtol=1e-5, ftol=1e-10, m=6, callback=None, r
                       delta, max_linesearch)
 
 
-def _two_loop(history, v):
-    """-H v by the two-loop recursion over ``history`` (s, y, 1 / y.s)."""
+def _two_loop(history, v, scale=-1.0):
+    """-H v by the two-loop recursion over ``history`` (s, y, 1 / y.s);
+    ``scale * v`` when the history gives no usable scaling (empty, or
+    ``y.y / y.s`` not positive and finite)."""
     q = v.copy()
     alphas = []
     for s, y, rho in reversed(history):
         a = rho * float(s @ q)
-        daxpy(y, q, a=-a)
+        daxpy(y, q, a=-a)                   # q -= a y, in place
         alphas.append(a)
     gamma = history[-1][2] * float(history[-1][1] @ history[-1][1]) if history else 0.0
-    q *= -1.0 / gamma if gamma > 0 and np.isfinite(gamma) else -1.0
+    q *= -1.0 / gamma if gamma > 0 and np.isfinite(gamma) else scale
     for (s, y, rho), a in zip(history, reversed(alphas)):
-        daxpy(s, q, a=-(a + rho * float(y @ q)))
+        daxpy(s, q, a=-(a + rho * float(y @ q)))   # (q is -H v from here on)
     return q
 
 
