@@ -18,7 +18,8 @@ The features are the benchmark's (``chunking-rich`` with its label features
 and 500 Brown clusters of the training words, ``random_state=0``); the
 development set is 1,000 training sentences held out (``--holdout last``,
 as ``bench_features_accuracy.py --holdout 1000``, or ``first``).  The test
-file is never read.
+file is read only with ``--holdout none``: trained on the whole training
+file, scored on test.txt (for a setting chosen on development data, once).
 
 ``--pairs``: ``none``; a comma-separated list of template names (the part of
 a feature name before ``=``, e.g. ``pos,pos[-1]|pos``); or ``min:K``, every
@@ -51,13 +52,18 @@ from sklstruct.optimize import lbfgs
 
 def dev_features(data, holdout):
     tokens, labels = read_conll(Path(data) / "conll2000" / "train.txt")
-    cut = slice(None, 1000) if holdout == "first" else slice(-1000, None)
-    keep = slice(1000, None) if holdout == "first" else slice(None, -1000)
+    if holdout == "none":
+        tokens_dev, labels_dev = read_conll(Path(data) / "conll2000" / "test.txt")
+        keep = slice(None)
+    else:
+        cut = slice(None, 1000) if holdout == "first" else slice(-1000, None)
+        keep = slice(1000, None) if holdout == "first" else slice(None, -1000)
+        tokens_dev, labels_dev = tokens[cut], labels[cut]
     vectorizer = feature_set("chunking-rich", clusters=500, label_dictionary=True,
                              gazetteer=True, random_state=0)
     X = vectorizer.fit_transform(tokens[keep], labels[keep]).matrix.tocsr()
-    X_dev = vectorizer.transform(tokens[cut]).matrix.tocsr()
-    return X, labels[keep], X_dev, labels[cut], vectorizer.get_feature_names_out()
+    X_dev = vectorizer.transform(tokens_dev).matrix.tocsr()
+    return X, labels[keep], X_dev, labels_dev, vectorizer.get_feature_names_out()
 
 
 def pair_columns(spec, X, names):
@@ -204,7 +210,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--pairs", default="none")
-    parser.add_argument("--holdout", choices=("last", "first"), default="last")
+    parser.add_argument("--holdout", choices=("last", "first", "none"), default="last")
     parser.add_argument("--learner", choices=("crf", "perceptron"), default="crf")
     parser.add_argument("--C", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0, help="the perceptron's order")
