@@ -2,9 +2,7 @@
 processes: the serial model to rounding, every loss and both orders; a
 worker killed mid-fit fails the fit clearly (or it recovers), never a hang
 or a half-trained model."""
-import os
 import pickle
-import signal
 import warnings
 
 import numpy as np
@@ -15,6 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklstruct import CRFTagger
 from sklstruct.learners import _crf_dask
 from _oracles import random_problem
+from _workers import kill_holder
 
 pytest.importorskip("distributed")
 import dask.bag as db  # noqa: E402
@@ -113,10 +112,6 @@ def test_bad_bags_are_refused(client):
         CRFTagger().fit(db.from_sequence(X, npartitions=2), db.from_sequence(y_bad, npartitions=2))
 
 
-def _die():
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
 def test_a_worker_killed_mid_fit_fails_clearly_or_recovers(client, monkeypatch):
     """The worker holding the first shard is killed at the third objective
     evaluation: fit raises a RuntimeError saying so, leaving the estimator
@@ -128,11 +123,7 @@ def test_a_worker_killed_mid_fit_fails_clearly_or_recovers(client, monkeypatch):
     def killing(self, *args, **kwargs):
         calls.append(1)
         if len(calls) == 3:
-            holder = client.who_has([self.shards[0]])[self.shards[0].key][0]
-            try:
-                client.run(_die, workers=[holder])
-            except Exception:         # the worker dies before it can answer
-                pass
+            kill_holder(client, self.shards[0])
         return values(self, *args, **kwargs)
 
     monkeypatch.setattr(_crf_dask.BagShards, "values", killing)

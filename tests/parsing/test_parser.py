@@ -777,13 +777,6 @@ def test_a_dask_cluster_gives_the_same_model():
     assert [h["violated"] for h in a.history_] == [h["violated"] for h in b.history_]
 
 
-def _die():
-    import os
-    import signal
-
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
 def test_a_dask_worker_killed_mid_fit_fails_clearly_or_recovers(monkeypatch):
     """The worker holding the first part of the trees is killed at the
     second inference pass: fit raises a RuntimeError naming the lost
@@ -793,6 +786,7 @@ def test_a_dask_worker_killed_mid_fit_fails_clearly_or_recovers(monkeypatch):
     from joblib import parallel_config
 
     from sklstruct.parsing import _tree_parts
+    from _workers import kill_holder
 
     X, trees = toy()
     threads = F1MaxMarginParser(C=10, max_iter=4).fit(X, trees)
@@ -801,11 +795,7 @@ def test_a_dask_worker_killed_mid_fit_fails_clearly_or_recovers(monkeypatch):
     def killing(self, w):
         calls.append(1)
         if len(calls) == 2:
-            holder = client.who_has([self.parts.futures[0]])[self.parts.futures[0].key][0]
-            try:
-                client.run(_die, workers=[holder])
-            except Exception:          # the worker dies before it can answer
-                pass
+            kill_holder(client, self.parts.futures[0])
         return most_violated(self, w)
 
     monkeypatch.setattr(_tree_parts.PartedTrees, "most_violated", killing)
