@@ -73,6 +73,10 @@ def chunks(codes, classes, starts):
     key = (prefix[:-1], prefix[1:], (types[:-1] != types[1:]).astype(int))
     start = np.flatnonzero(_START_TABLE[key]) + 1        # lines where a chunk starts
     end = np.flatnonzero(_END_TABLE[key]) + 1            # lines before which one ended
+    # conlleval never ends a chunk whose type has no hyphenated name ("NN"
+    # after "-RRB-"), not even at a sentence's end; the last line then ends
+    # the corpus's last one (and the sentence's end clips each, below)
+    end = np.append(end, len(line) - 1)
     stop = end[np.searchsorted(end, start, side="right")]
     token_of_line = np.cumsum(is_token) - 1
     first = token_of_line[start]
