@@ -20,7 +20,8 @@ sentences and scores those instead of the test file (which is then not
 read); a learner may be given with parameters, ``crf:C=0.5`` or
 ``perceptron:order=2:random_state=1`` (Python literals), and
 ``scheme=IOBES`` trains it on IOBES labels and reads its predictions back as
-IOB2; ``--min-freq`` sets the vectorizer's ``min_freq``.
+IOB2; ``--min-freq`` sets the vectorizer's ``min_freq``; ``--add-templates``
+adds templates to the presets' (candidate features).
 
 Usage::
 
@@ -35,11 +36,10 @@ import json
 import time
 import warnings
 
-from common import DEFAULT_DATA, report
+from common import DEFAULT_DATA, feature_set_plus, report
 
 from sklstruct import CRFTagger, StructuredPerceptronTagger, SWVMTagger
 from sklstruct.datasets import read_conll
-from sklstruct.features import feature_set
 from sklstruct.metrics import chunk_f1_score
 
 CORPORA = {
@@ -81,7 +81,8 @@ def iobes_to_iob2(labels):
             for label in labels]
 
 
-def run(data, corpus, preset, n_clusters, label_features, learners, holdout=0, min_freq=1):
+def run(data, corpus, preset, n_clusters, label_features, learners, holdout=0, min_freq=1,
+        added=()):
     train, dev, test, names = CORPORA[corpus]
     tr = read_conll(data / train)
     if holdout:
@@ -91,9 +92,9 @@ def run(data, corpus, preset, n_clusters, label_features, learners, holdout=0, m
         te = read_conll(data / test)
         dv = read_conll(data / dev) if dev else None
     # clusters=n: n Brown clusters learned at fit from the training words
-    vectorizer = feature_set(names[preset], clusters=n_clusters or None,
-                             label_dictionary=label_features, gazetteer=label_features,
-                             random_state=0, min_freq=min_freq)
+    vectorizer = feature_set_plus(names[preset], added, clusters=n_clusters or None,
+                                  label_dictionary=label_features, gazetteer=label_features,
+                                  random_state=0, min_freq=min_freq)
     tic = time.perf_counter()
     X_train = vectorizer.fit_transform(tr[0], tr[1])
     features_s = time.perf_counter() - tic
@@ -151,10 +152,12 @@ def main():
                         help=f"{', '.join(LEARNERS)}, each optionally with :key=value...")
     parser.add_argument("--holdout", type=int, default=0)
     parser.add_argument("--min-freq", type=int, default=1)
+    parser.add_argument("--add-templates", nargs="+", default=[],
+                        help="templates added to the presets' (development runs)")
     parser.add_argument("--out")
     args = parser.parse_args()
     rows = [run(args.data, corpus, preset, c, on == "on", args.learners, args.holdout,
-                args.min_freq)
+                args.min_freq, args.add_templates)
             for corpus in args.corpora for preset in args.presets
             for on in (args.label_features if preset == "rich" else ["off"])
             for c in args.clusters]

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from sklstruct.datasets import read_conll
+from sklstruct.features import PRESETS, feature_set
 from sklstruct.metrics import chunk_report
 
 DEFAULT_DATA = Path(os.environ.get(
@@ -224,3 +225,16 @@ def mean_row(name, rows):
     out = {key: float(np.mean([r[key] for r in rows])) for key in rows[0] if key != "name"}
     out["name"] = f"{name} (mean of {len(rows)} seeds, F1 std {100 * f1.std():.2f})"
     return out
+
+
+def feature_set_plus(name, added=(), preset=None, **params):
+    """``feature_set(name, **params)`` with the templates ``added`` to the
+    preset's (development runs of candidate features), or of ``preset`` (a
+    :class:`~sklstruct.features.Preset`) registered as ``name`` meanwhile."""
+    preset = PRESETS[name] if preset is None else preset
+    key = f"_bench:{name}+{'+'.join(added)}"
+    PRESETS[key] = preset._replace(templates=preset.templates + tuple(added))
+    try:
+        return feature_set(key, **params)
+    finally:
+        del PRESETS[key]

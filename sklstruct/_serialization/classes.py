@@ -152,7 +152,7 @@ def _check_sequence_vectorizer(obj, path):
         _fail(path, "templates_ must be a non-empty list of template names")
     # the parsed instances are rebuilt from their names, never read from the file
     instances = _parse_templates(names, 0)
-    if [n for n, _ in instances] != names:
+    if list(dict.fromkeys(n for n, _ in instances)) != names:
         _fail(path, "templates_ are not the canonical names of template instances")
     if obj._boundary not in ("symbol", "skip") or type(obj._hashing) is not bool:
         _fail(path, "_boundary or _hashing is not a boundary mode and a bool")

@@ -78,6 +78,17 @@ has an explicit offset is expanded to the offsets ``-window .. +window`` of
 only are never expanded); in a template
 with an explicit offset, atoms without one read the current token.
 
+``[FIRST..LAST]`` makes an atom *disjunctive*: it reads every token from
+``FIRST`` to ``LAST`` positions away, and the features of all these
+positions share one name, so that a word is a feature of its neighbours
+wherever it stands among them (the disjunctive features of Stanford
+NER's ``NERFeatureFactory``, ``useDisjunctive`` with its
+``disjunctionWidth=4``: direction kept, position not):
+``lower[-4..-1]=bank`` fires on the four tokens after "bank".  A value met at several positions of the range
+adds up (the column holds its count); ``word[-1..+1]|pos`` conjoins each
+of the three words with the current tag.  Ranges count as explicit
+offsets (never window-expanded); ``word[-1..-1]`` is ``word[-1]``.
+
 Feature names are ``TEMPLATE=VALUE`` with the template in canonical form
 (no ``[0]``, signed offsets, values of a conjunction joined by ``|``).  A
 template made only of flags is named by the template alone, as is
@@ -97,7 +108,7 @@ different tokens never share a conjunction feature: ``("A|B", "C")`` gives
 ``pos[-1]|pos=A\\|B|C`` and ``("A", "B|C")`` gives ``pos[-1]|pos=A|B\\|C``.
 Offsets (and ``window``) are limited to 1000 tokens, column numbers and
 affix lengths to 10**6, and the templates to 10000 instances of 100000
-atoms in all after window expansion.
+atoms in all after window and range expansion.
 
 Modules
 -------

@@ -72,24 +72,21 @@ class FittedIndex:
                 tabs.append(None if kind in ("flag", "bias")
                             else bases.setdefault(base_name, {}))
             atom_tables.append(tabs)
-            if all(t is None for t in tabs):
-                flag_only[name] = i
-            else:
-                named[name] = i
+            # (the instances of a disjunctive template share their name)
+            (flag_only if all(t is None for t in tabs) else named).setdefault(name, []).append(i)
         entries = [[] for _ in instances]
         columns = [[] for _ in instances]
         for feature, column in vocabulary.items():
             head, sep, tail = feature.partition("=")
             if not sep:
-                i = flag_only.get(feature)
-                if i is not None:
+                for i in flag_only.get(feature, ()):
                     entries[i].extend([0] * len(atom_tables[i]))
                     columns[i].append(column)
                 continue
-            i = named.get(head)
-            if i is None:
+            same = named.get(head)
+            if same is None:
                 continue
-            tabs = atom_tables[i]
+            tabs = atom_tables[same[0]]        # (the same atoms' tables for all)
             values = [tail] if len(tabs) == 1 else _split(tail, len(tabs))
             if values is None:
                 continue
@@ -102,8 +99,9 @@ class FittedIndex:
                 else:
                     codes.append(table.setdefault(value, len(table)))
             else:
-                entries[i].extend(codes)
-                columns[i].append(column)
+                for i in same:
+                    entries[i].extend(codes)
+                    columns[i].append(column)
         for table in bases.values():
             table.setdefault(BOS, len(table))
             table.setdefault(EOS, len(table))
@@ -182,8 +180,13 @@ class FittedIndex:
         cols = columns[ids]
         by_instance = np.argsort(inst, kind="stable")
         bounds = np.searchsorted(inst[by_instance], np.arange(len(instances) + 1))
+        # the instances of a disjunctive template share their names: each
+        # of them finds every key any of them met
+        group = {}
+        for i, (name, _) in enumerate(instances):
+            group.setdefault(name, []).append(i)
         self.lookups, ranges = [], []
-        for i, (_, atoms) in enumerate(instances):
+        for i, (name, atoms) in enumerate(instances):
             tabs = [None if kind in ("flag", "bias") else index[base]
                     for kind, _, base, _, _ in atoms]
             radices = [1 if t is None else int(self.table_radix[t]) for t in tabs]
@@ -191,9 +194,12 @@ class FittedIndex:
             if n_keys >= _KEY_LIMIT:
                 self.lookups.append(None)
                 continue
-            sel = by_instance[bounds[i]:bounds[i + 1]]
+            sel = np.concatenate([by_instance[bounds[j]:bounds[j + 1]] for j in group[name]])
             kept = sel[cols[sel] >= 0]
             k, c = keys[kept], cols[kept]
+            if len(group[name]) > 1:
+                k, first = np.unique(k, return_index=True)
+                c = c[first]
             if any(t is not None and canon[t] is not None for t in tabs):
                 digits = []
                 for r in reversed(radices):
@@ -226,7 +232,9 @@ def row_order(ranges, n_instances, lookups):
     of the columns of each instance with features.  There is one when every
     instance has a lookup (a name table gives any column) and their column
     ranges do not overlap: the case of a vocabulary sorted by name, where
-    the names of an instance share their prefix ``TEMPLATE=``."""
+    the names of an instance share their prefix ``TEMPLATE=``, unless
+    instances share their names (a disjunctive template's): rows are then
+    sorted, and a column met twice in a row adds up."""
     if any(lookup is None for lookup in lookups):
         return None
     ranges = sorted(ranges)

@@ -80,8 +80,9 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
     ----------
     templates_ : list of str
         Canonical template instances after window expansion, in the order
-        their features appear in :meth:`token_features`.  Each re-parses to
-        itself with ``window=0``.
+        their features appear in :meth:`token_features` (a disjunctive
+        template, ``lower[-3..-1]``, once).  Together they re-parse to the
+        same instances with ``window=0``.
     vocabulary_ : dict of str to int
         Feature name to column, names sorted alphabetically (not set with
         ``hashing=True``).
@@ -289,7 +290,8 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         self._boundary = self.boundary
         # transform keeps the fitted mode and width, whatever set_params says later
         self._hashing = bool(self.hashing)
-        self.templates_ = [name for name, _ in instances]
+        # (the instances of a disjunctive template share its name)
+        self.templates_ = list(dict.fromkeys(name for name, _ in instances))
         self.n_features_out_ = n_features_out
         # the vocabulary as the featurizer reads it; a mutable holder, so that
         # a table rebuilt by transform (after unpickling) is kept

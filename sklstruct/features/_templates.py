@@ -6,6 +6,8 @@ template instance is ``(name, atoms)``: its canonical name and a tuple of
 atoms ``(kind, arg, base_name, column, offset)``, which
 ``_tokens._Corpus.template`` evaluates.
 """
+import itertools
+import math
 import re
 
 from .._validation import describe
@@ -25,7 +27,7 @@ _MAX_ATOMS = 100_000
 _ATOM_RE = re.compile(
     r"(?P<name>[A-Za-z_][A-Za-z0-9_]*(?::[^\s|\[\]()=]+)?)"
     r"(?:\((?P<src>[^\s|\[\]()=]+)\))?"
-    r"(?:\[(?P<off>[+-]?[0-9]+)\])?"
+    r"(?:\[(?P<off>[+-]?[0-9]+)(?:\.\.(?P<end>[+-]?[0-9]+))?\])?"
 )
 _COL_RE = re.compile(r"col([0-9]+)")
 _AFFIX_RE = re.compile(r"(prefix|suffix|cluster)([0-9]+)")
@@ -59,21 +61,31 @@ def _parse_column(name, template):
 
 
 def _parse_atom(text, template):
-    """Parse one atom into ``(kind, arg, column, offset, explicit_offset)``.
+    """Parse one atom into ``(kind, arg, column, (first, last), explicit_offset)``.
 
     ``kind`` is 'column', 'derived' (arg: 'lower', 'shape', ('prefix', N),
     ('suffix', N), ('cluster', N)), 'flag' (arg: the flag name) or 'bias'; ``column`` is the
-    canonical column name ('word', 'pos', 'colN' or 'col:KEY').
+    canonical column name ('word', 'pos', 'colN' or 'col:KEY'); the offsets
+    ``first .. last`` are one offset (``first == last``) or the range of a
+    disjunctive atom (``word[-3..-1]``).
     """
     m = _ATOM_RE.fullmatch(text)
     if m is None:
         raise ValueError(
             f"Malformed template {describe(template)}: cannot parse {describe(text)}; "
-            "expected NAME, NAME(COLUMN), NAME[OFFSET] or NAME(COLUMN)[OFFSET]."
+            "expected NAME, NAME(COLUMN), NAME[OFFSET], NAME[FIRST..LAST] or "
+            "NAME(COLUMN)[OFFSET]."
         )
-    name, src, off = m.group("name", "src", "off")
+    name, src, off, end = m.group("name", "src", "off", "end")
     explicit = off is not None
     offset = _bounded_int(off, _MAX_OFFSET, "offset", template) if explicit else 0
+    last = offset if end is None else _bounded_int(end, _MAX_OFFSET, "offset", template)
+    if last < offset:
+        raise ValueError(
+            f"Malformed template {describe(template)}: the offsets of {describe(text)} "
+            "are an empty range; write FIRST..LAST with FIRST <= LAST."
+        )
+    offset = (offset, last)
     column = "word"
     if src is not None:
         column = _parse_column(src, template)
@@ -88,7 +100,7 @@ def _parse_atom(text, template):
                 f"Malformed template {describe(template)}: 'bias' takes no column and "
                 "no offset."
             )
-        return ("bias", None, None, 0, False)
+        return ("bias", None, None, (0, 0), False)
     column_name = _parse_column(name, template)
     if src is not None and (column_name is not None or name in _POSITION_FLAGS):
         what = "column atom " if column_name is not None else ""
@@ -129,6 +141,13 @@ def _base_name(kind, arg, column):
 
 
 def _atom_name(base, offset):
+    """``base`` at ``offset``, or over the range ``(first, last)`` of a
+    disjunctive atom."""
+    if isinstance(offset, tuple):
+        first, last = offset
+        if first != last:
+            return f"{base}[{first:+d}..{last:+d}]"
+        offset = first
     return base if offset == 0 else f"{base}[{offset:+d}]"
 
 
@@ -137,7 +156,10 @@ def _parse_templates(templates, window):
 
     Returns a list of template instances ``(name, atoms)`` where ``name`` is
     the canonical string and ``atoms`` a tuple of ``(kind, arg, base_name,
-    column, offset)``; duplicates are dropped, order is kept.
+    column, offset)``; duplicates are dropped, order is kept.  A template
+    with a disjunctive atom (``word[-3..-1]``) gives one instance per offset
+    of its range (per combination of offsets, with several), all of the same
+    name: their features are the same names, hence the same columns.
     """
     if len(templates) == 0:
         raise ValueError("templates must contain at least one template.")
@@ -169,14 +191,22 @@ def _parse_templates(templates, window):
             shifts = [0]
         else:
             shifts = range(-window, window + 1)
-        for k in shifts:
-            inst = tuple(
-                (kind, arg, _base_name(kind, arg, col), col, off + k)
-                for kind, arg, col, off, _ in atoms
+        bases = [_base_name(kind, arg, col) for kind, arg, col, _, _ in atoms]
+        n_offsets = math.prod(last - first + 1 for _, _, _, (first, last), _ in atoms)
+        if n_offsets > _MAX_INSTANCES:
+            raise ValueError(
+                f"Malformed template {describe(template)}: its ranges of offsets give "
+                f"{n_offsets} instances; at most {_MAX_INSTANCES} are allowed."
             )
-            name = "|".join(_atom_name(a[2], a[4]) for a in inst)
-            if instances.setdefault(name, inst) is inst:
-                n_atoms += len(inst)
+        for k in shifts:
+            name = "|".join(_atom_name(b, (first + k, last + k))
+                            for b, (_, _, _, (first, last), _) in zip(bases, atoms))
+            for offsets in itertools.product(*(range(first + k, last + k + 1)
+                                               for _, _, _, (first, last), _ in atoms)):
+                inst = tuple((kind, arg, base, col, off) for (kind, arg, col, _, _), base, off
+                             in zip(atoms, bases, offsets))
+                if instances.setdefault((name, inst), inst) is inst:
+                    n_atoms += len(inst)
         if len(instances) > _MAX_INSTANCES or n_atoms > _MAX_ATOMS:
             raise ValueError(
                 f"templates[:{i + 1}] with window={window} already expand to "
@@ -184,4 +214,4 @@ def _parse_templates(templates, window):
                 f"{_MAX_INSTANCES} instances of {_MAX_ATOMS} atoms are allowed (use "
                 "fewer templates or a smaller window)."
             )
-    return list(instances.items())
+    return [(name, inst) for (name, _), inst in instances.items()]
