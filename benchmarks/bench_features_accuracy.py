@@ -17,7 +17,8 @@ configuration prints one JSON line; ``--out`` writes the markdown table.
 
 Development runs: ``--holdout N`` trains on all but the last N training
 sentences and scores those instead of the test file (which is then not
-read); a learner may be given with parameters, ``crf:C=0.5`` or
+read; ``--dev-only`` scores esp.testa in place of esp.testb, likewise); a
+learner may be given with parameters, ``crf:C=0.5`` or
 ``perceptron:order=2:random_state=1`` (Python literals), and
 ``scheme=IOBES`` trains it on IOBES labels and reads its predictions back as
 IOB2; ``--min-freq`` sets the vectorizer's ``min_freq``; ``--add-templates``
@@ -82,12 +83,14 @@ def iobes_to_iob2(labels):
 
 
 def run(data, corpus, preset, n_clusters, label_features, learners, holdout=0, min_freq=1,
-        added=()):
+        added=(), dev_only=False):
     train, dev, test, names = CORPORA[corpus]
     tr = read_conll(data / train)
     if holdout:
         te, dv = (tr[0][-holdout:], tr[1][-holdout:]), None
         tr = (tr[0][:-holdout], tr[1][:-holdout])
+    elif dev_only:
+        te, dv = read_conll(data / dev), None
     else:
         te = read_conll(data / test)
         dv = read_conll(data / dev) if dev else None
@@ -152,17 +155,19 @@ def main():
                         help=f"{', '.join(LEARNERS)}, each optionally with :key=value...")
     parser.add_argument("--holdout", type=int, default=0)
     parser.add_argument("--min-freq", type=int, default=1)
+    parser.add_argument("--dev-only", action="store_true",
+                        help="score esp.testa in place of esp.testb (which is not read)")
     parser.add_argument("--add-templates", nargs="+", default=[],
                         help="templates added to the presets' (development runs)")
     parser.add_argument("--out")
     args = parser.parse_args()
     rows = [run(args.data, corpus, preset, c, on == "on", args.learners, args.holdout,
-                args.min_freq, args.add_templates)
+                args.min_freq, args.add_templates, args.dev_only)
             for corpus in args.corpora for preset in args.presets
             for on in (args.label_features if preset == "rich" else ["off"])
             for c in args.clusters]
     scored = (f"the last {args.holdout} training sentences (trained on the others)"
-              if args.holdout else
+              if args.holdout else "the development file esp.testa" if args.dev_only else
               "the test file (CoNLL-2002: esp.testb, with esp.testa in parentheses)")
     body = (f"Chunk F1 on {scored}; Brown clusters from the training file's words only "
             "(`min_count=3`); label features: the label dictionary and the gazetteer "

@@ -112,7 +112,8 @@ def table(rows):
              "|---|---|---|---|---|---|"]
     for r in rows:
         test = (f"{r['test']:.2f} | {r['test_unknown']:.2f}" if "test" in r else "- | -")
-        lines.append(f"| `{r['config']}` | {r['learner']} | {r['dev']:.2f} | "
+        config = r["config"].replace("|", "\\|")      # (a conjunction's bar, in a table)
+        lines.append(f"| `{config}` | {r['learner']} | {r['dev']:.2f} | "
                      f"{r['dev_unknown']:.2f} | {test} |")
     return "\n".join(lines)
 

@@ -54,6 +54,9 @@ parentheses:
     digits ``d``, other characters are kept, and runs of one symbol are
     collapsed: ``Confidence -> Xx``, ``U.S. -> X.X.``, ``1,000 -> d,d``,
     ``well-known -> x-x``.
+``long_shape``
+    the same shape with its runs kept (the long shape beside the short
+    one): ``Confidence -> Xxxxxxxxxx``, ``1,000 -> d,ddd``.
 flags
     ``is_title``, ``is_upper``, ``is_lower``, ``is_digit`` (the ``str``
     methods), ``has_digit``, ``has_hyphen``, ``has_dot``, ``is_punct``

@@ -76,17 +76,22 @@ def word_shape(s):
     >>> [word_shape(w) for w in ["Confidence", "U.S.", "1,000", "well-known"]]
     ['Xx', 'X.X.', 'd,d', 'x-x']
     """
+    return "".join([c for c, _ in groupby(long_shape(s))])
+
+
+def long_shape(s):
+    """Shape of a word, runs not collapsed (the ``long_shape`` atom):
+    ``Confidence -> Xxxxxxxxxx``, ``1,000 -> d,ddd``; :func:`word_shape`
+    collapses it."""
     if s.isascii():
-        s = s.translate(_SHAPE_TABLE)
-    else:
-        s = "".join(
-            "X" if c.isupper() else "x" if c.islower() else "d" if c.isdigit() else c
-            for c in s
-        )
-    return "".join([c for c, _ in groupby(s)])
+        return s.translate(_SHAPE_TABLE)
+    return "".join(
+        "X" if c.isupper() else "x" if c.islower() else "d" if c.isdigit() else c
+        for c in s
+    )
 
 
-_DERIVED = {"lower": str.lower, "shape": word_shape}
+_DERIVED = {"lower": str.lower, "shape": word_shape, "long_shape": long_shape}
 
 #: Flags of a token's place in its sentence (they read no column).
 _POSITION_FLAGS = ("is_first", "is_last")

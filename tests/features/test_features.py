@@ -53,6 +53,10 @@ def test_word_shape_is_the_shape_atom():
                                               "Xdx"]
     feats = features(["shape"], [words[:4]])
     assert feats == [[f"shape={word_shape(w)}"] for w in words[:4]]
+    # the long shape keeps the runs the short one collapses
+    assert features(["long_shape"], [words]) == [
+        [f"long_shape={v}"] for v in ["Xxxxxxxxxx", "X.X.", "d,ddd", "xxxx-xxxxx", "Xxxxx",
+                                      "x", "", "XXddx"]]
 
 
 @pytest.mark.parametrize(

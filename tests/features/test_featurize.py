@@ -16,7 +16,7 @@ from sklstruct.features._featurize import NameTable, murmurhash3_bytes
 from sklstruct.features._tokens import _FLAGS
 
 COLUMNS = ["word", "pos", "col2", "col:lemma"]
-DERIVED = ["lower", "shape", "prefix1", "prefix3", "suffix2", "suffix4", "cluster1",
+DERIVED = ["lower", "shape", "long_shape", "prefix1", "prefix3", "suffix2", "suffix4", "cluster1",
            "cluster2", "cluster5"]
 FLAGS = sorted(_FLAGS)
 
@@ -156,7 +156,7 @@ def test_same_as_python(data, tpl, window, boundary, hashing, min_freq):
 
 
 @pytest.mark.parametrize("template", [
-    "word", "lower", "prefix2", "suffix3", "shape", "pos", "col2", "col:lemma",
+    "word", "lower", "prefix2", "suffix3", "shape", "long_shape", "long_shape(pos)", "pos", "col2", "col:lemma",
     *FLAGS, "is_first", "is_last", "bias", "word[-1]", "pos[+2]", "is_title[-1]",
     "word[-1]|word", "pos[-1]|pos|pos[+1]", "is_upper|pos", "is_first|is_title",
     "suffix2(pos)|shape(col2)[+1]", "word|is_last[+1]", "cluster2", "cluster3(pos)[-1]|word",
