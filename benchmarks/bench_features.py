@@ -176,7 +176,7 @@ def speed(args):
                      f"faster; F1 {100 * crf_f1:.2f}"))
     lines = ["| measurement | time | rate / ratio |", "|---|---|---|"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
-    body = (f"CoNLL-2000, `chunking` preset ({len(vec.templates_)} template instances, "
+    body = (f"CoNLL-2000, `chunking` preset ({len(vec._instances)} template instances, "
             f"{vec.n_features_out_:,} features), {n_test:,} test tokens; medians of {reps} "
             f"runs; perceptron and CRFsuite averaged perceptron, 5 epochs; "
             f"{'wall' if args.clock == 'wall' else 'CPU (process)'} time"

@@ -90,6 +90,9 @@ def run(data, corpus, preset, n_clusters, label_features, learners, holdout=0, m
         te, dv = (tr[0][-holdout:], tr[1][-holdout:]), None
         tr = (tr[0][:-holdout], tr[1][:-holdout])
     elif dev_only:
+        if dev is None:
+            raise SystemExit(f"--dev-only: {corpus} has no development file; hold training "
+                             "sentences out with --holdout N")
         te, dv = read_conll(data / dev), None
     else:
         te = read_conll(data / test)
@@ -156,7 +159,8 @@ def main():
     parser.add_argument("--holdout", type=int, default=0)
     parser.add_argument("--min-freq", type=int, default=1)
     parser.add_argument("--dev-only", action="store_true",
-                        help="score esp.testa in place of esp.testb (which is not read)")
+                        help="score the development file (esp.testa) in place of the test "
+                             "file, which is not read (CoNLL-2000 has none: --holdout)")
     parser.add_argument("--add-templates", nargs="+", default=[],
                         help="templates added to the presets' (development runs)")
     parser.add_argument("--out")
@@ -167,7 +171,7 @@ def main():
             for on in (args.label_features if preset == "rich" else ["off"])
             for c in args.clusters]
     scored = (f"the last {args.holdout} training sentences (trained on the others)"
-              if args.holdout else "the development file esp.testa" if args.dev_only else
+              if args.holdout else "the development file (esp.testa)" if args.dev_only else
               "the test file (CoNLL-2002: esp.testb, with esp.testa in parentheses)")
     body = (f"Chunk F1 on {scored}; Brown clusters from the training file's words only "
             "(`min_count=3`); label features: the label dictionary and the gazetteer "

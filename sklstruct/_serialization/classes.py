@@ -29,7 +29,7 @@ from ..features import (BrownClusters, DictSequenceVectorizer, EmbeddingFeatures
                         GazetteerFeatures, LabelDictionaryFeatures, SentenceFeatureUnion,
                         SequenceVectorizer)
 from ..features._crossfit import MAX_WINDOW
-from ..features._templates import _parse_templates
+from ..features._templates import _parse_templates, template_names
 from ..learners._base import ChainTagger
 from ..learners.constrained import ConstrainedTagger
 from ..learners.m3n import M3NSGDTagger, M3NTagger
@@ -152,7 +152,7 @@ def _check_sequence_vectorizer(obj, path):
         _fail(path, "templates_ must be a non-empty list of template names")
     # the parsed instances are rebuilt from their names, never read from the file
     instances = _parse_templates(names, 0)
-    if list(dict.fromkeys(n for n, _ in instances)) != names:
+    if template_names(instances) != names:
         _fail(path, "templates_ are not the canonical names of template instances")
     if obj._boundary not in ("symbol", "skip") or type(obj._hashing) is not bool:
         _fail(path, "_boundary or _hashing is not a boundary mode and a bool")

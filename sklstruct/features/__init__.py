@@ -84,9 +84,10 @@ with an explicit offset, atoms without one read the current token.
 ``[FIRST..LAST]`` makes an atom *disjunctive*: it reads every token from
 ``FIRST`` to ``LAST`` positions away, and the features of all these
 positions share one name, so that a word is a feature of its neighbours
-wherever it stands among them (the disjunctive features of Stanford
-NER's ``NERFeatureFactory``, ``useDisjunctive`` with its
-``disjunctionWidth=4``: direction kept, position not):
+wherever it stands among them (after the disjunctive features of
+Stanford NER's ``NERFeatureFactory``, ``useDisjunctive`` with its
+``disjunctionWidth=4``: direction kept, position not; there binary
+indicators of the word, here any atom, counted):
 ``lower[-4..-1]=bank`` fires on the four tokens after "bank".  A value met at several positions of the range
 adds up (the column holds its count); ``word[-1..+1]|pos`` conjoins each
 of the three words with the current tag.  Ranges count as explicit

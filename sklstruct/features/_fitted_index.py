@@ -66,27 +66,28 @@ class FittedIndex:
         bases = {}                      # base name -> {value: code}
         atom_tables = []
         named, flag_only = {}, {}
-        for i, (name, atoms) in enumerate(instances):
+        for name, atoms in instances:
             tabs = []
             for kind, _, base_name, _, _ in atoms:
                 tabs.append(None if kind in ("flag", "bias")
                             else bases.setdefault(base_name, {}))
             atom_tables.append(tabs)
-            # (the instances of a disjunctive template share their name)
-            (flag_only if all(t is None for t in tabs) else named).setdefault(name, []).append(i)
+            (flag_only if all(t is None for t in tabs) else named).setdefault(
+                name, len(atom_tables) - 1)
         entries = [[] for _ in instances]
         columns = [[] for _ in instances]
         for feature, column in vocabulary.items():
             head, sep, tail = feature.partition("=")
             if not sep:
-                for i in flag_only.get(feature, ()):
+                i = flag_only.get(feature)
+                if i is not None:
                     entries[i].extend([0] * len(atom_tables[i]))
                     columns[i].append(column)
                 continue
-            same = named.get(head)
-            if same is None:
+            i = named.get(head)
+            if i is None:
                 continue
-            tabs = atom_tables[same[0]]        # (the same atoms' tables for all)
+            tabs = atom_tables[i]
             values = [tail] if len(tabs) == 1 else _split(tail, len(tabs))
             if values is None:
                 continue
@@ -99,9 +100,8 @@ class FittedIndex:
                 else:
                     codes.append(table.setdefault(value, len(table)))
             else:
-                for i in same:
-                    entries[i].extend(codes)
-                    columns[i].append(column)
+                entries[i].extend(codes)
+                columns[i].append(column)
         for table in bases.values():
             table.setdefault(BOS, len(table))
             table.setdefault(EOS, len(table))
@@ -122,7 +122,16 @@ class FittedIndex:
                                 count=len(encoded))
         self.lookups = []
         ranges = []
+        # (the instances of a disjunctive template share their name, hence
+        # their features: the first one's lookup serves all)
+        first = [named.get(name, flag_only.get(name)) for name, _ in instances]
         for i, (tabs, codes, cols) in enumerate(zip(atom_tables, entries, columns)):
+            if first[i] != i:
+                cols = columns[first[i]]
+                if cols:
+                    ranges.append((min(cols), max(cols), i))
+                self.lookups.append(self.lookups[first[i]])
+                continue
             if cols:
                 ranges.append((min(cols), max(cols), i))
             radices = [1 if t is None else len(t) for t in tabs]
@@ -180,26 +189,33 @@ class FittedIndex:
         cols = columns[ids]
         by_instance = np.argsort(inst, kind="stable")
         bounds = np.searchsorted(inst[by_instance], np.arange(len(instances) + 1))
-        # the instances of a disjunctive template share their names: each
-        # of them finds every key any of them met
+        # the instances of a disjunctive template share their names: one
+        # lookup, of every key any of them met, serves all
         group = {}
         for i, (name, _) in enumerate(instances):
             group.setdefault(name, []).append(i)
-        self.lookups, ranges = [], []
+        self.lookups, ranges, lookup_of = [], [], {}
         for i, (name, atoms) in enumerate(instances):
+            if name in lookup_of:
+                lookup, low, high = lookup_of[name]
+                if low is not None:
+                    ranges.append((low, high, i))
+                self.lookups.append(lookup)
+                continue
             tabs = [None if kind in ("flag", "bias") else index[base]
                     for kind, _, base, _, _ in atoms]
             radices = [1 if t is None else int(self.table_radix[t]) for t in tabs]
             n_keys = math.prod(radices)
             if n_keys >= _KEY_LIMIT:
                 self.lookups.append(None)
+                lookup_of[name] = None, None, None
                 continue
             sel = np.concatenate([by_instance[bounds[j]:bounds[j + 1]] for j in group[name]])
             kept = sel[cols[sel] >= 0]
             k, c = keys[kept], cols[kept]
             if len(group[name]) > 1:
-                k, first = np.unique(k, return_index=True)
-                c = c[first]
+                k, once = np.unique(k, return_index=True)
+                c = c[once]
             if any(t is not None and canon[t] is not None for t in tabs):
                 digits = []
                 for r in reversed(radices):
@@ -210,11 +226,13 @@ class FittedIndex:
                     if t is not None and canon[t] is not None:
                         d = canon[t][d.astype(np.intp)]
                     k = k * np.uint64(r) + d
+            low, high = (int(c.min()), int(c.max())) if len(c) else (None, None)
             if len(c):
-                ranges.append((int(c.min()), int(c.max()), i))
+                ranges.append((low, high, i))
             self.lookups.append(InstanceLookup(np.ascontiguousarray(k, dtype=np.uint64),
                                                np.ascontiguousarray(c, dtype=np.int32),
                                                n_keys))
+            lookup_of[name] = self.lookups[-1], low, high
         self.order = row_order(ranges, len(instances), self.lookups)
         return self
 

@@ -15,7 +15,7 @@ from .._publish import publishes, reads_model
 from .._validation import N_JOBS_CONSTRAINT, describe
 from ..chain import StackedSentences
 from ._base import _SentencesOut
-from ._templates import _MAX_OFFSET, _parse_templates
+from ._templates import _MAX_OFFSET, _parse_templates, template_names
 from ._featurize import NameTable, count_names, featurize
 from ._fitted_index import FittedIndex
 from ._tokens import _POSITION_FLAGS, _Corpus, columns_read
@@ -290,8 +290,7 @@ class SequenceVectorizer(_SentencesOut, TransformerMixin, BaseEstimator):
         self._boundary = self.boundary
         # transform keeps the fitted mode and width, whatever set_params says later
         self._hashing = bool(self.hashing)
-        # (the instances of a disjunctive template share its name)
-        self.templates_ = list(dict.fromkeys(name for name, _ in instances))
+        self.templates_ = template_names(instances)
         self.n_features_out_ = n_features_out
         # the vocabulary as the featurizer reads it; a mutable holder, so that
         # a table rebuilt by transform (after unpickling) is kept

@@ -7,7 +7,6 @@ atoms ``(kind, arg, base_name, column, offset)``, which
 ``_tokens._Corpus.template`` evaluates.
 """
 import itertools
-import math
 import re
 
 from .._validation import describe
@@ -192,11 +191,17 @@ def _parse_templates(templates, window):
         else:
             shifts = range(-window, window + 1)
         bases = [_base_name(kind, arg, col) for kind, arg, col, _, _ in atoms]
-        n_offsets = math.prod(last - first + 1 for _, _, _, (first, last), _ in atoms)
-        if n_offsets > _MAX_INSTANCES:
+        # the instances of its ranges, bounded before any is built (capped as
+        # counted: a product of thousands of ranges has thousands of digits)
+        n_offsets = 1
+        for _, _, _, (first, last), _ in atoms:
+            n_offsets = min(n_offsets * (last - first + 1), _MAX_INSTANCES + 1)
+        if n_offsets > _MAX_INSTANCES or n_offsets * len(atoms) > _MAX_ATOMS:
             raise ValueError(
                 f"Malformed template {describe(template)}: its ranges of offsets give "
-                f"{n_offsets} instances; at most {_MAX_INSTANCES} are allowed."
+                f"{'more than ' + str(_MAX_INSTANCES) if n_offsets > _MAX_INSTANCES else n_offsets}"
+                f" instances of {len(atoms)} atoms; at most {_MAX_INSTANCES} instances of "
+                f"{_MAX_ATOMS} atoms in all are allowed."
             )
         for k in shifts:
             name = "|".join(_atom_name(b, (first + k, last + k))
@@ -215,3 +220,9 @@ def _parse_templates(templates, window):
                 "fewer templates or a smaller window)."
             )
     return [(name, inst) for (name, _), inst in instances.items()]
+
+
+def template_names(instances):
+    """The names of template ``instances``, each once, in order (the
+    instances of a disjunctive template share theirs)."""
+    return list(dict.fromkeys(name for name, _ in instances))

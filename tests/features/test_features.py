@@ -409,7 +409,10 @@ def test_sentences_may_be_tuples_and_corpus_a_generator():
         ("word[-1..+1..+2]", "cannot parse"),
         ("word[-1001..+1]", "offset '-1001' is too large"),
         ("word[-1..+1001]", "offset '\\+1001' is too large"),
-        ("word[-1000..+1000]|pos[-1000..+1000]", "give 4004001 instances; at most 10000"),
+        ("word[-1000..+1000]|pos[-1000..+1000]", "give more than 10000 instances of 2 atoms"),
+        ("word[-1000..+1000]|" + "|".join(["pos"] * 5000),
+         "give 2001 instances of 5001 atoms; at most 10000 instances of 100000 atoms"),
+        ("|".join(["word[-1..+1]"] * 9100), "give more than 10000 instances"),
     ],
 )
 def test_malformed_templates(template, message):

@@ -13,6 +13,7 @@ from sklearn.utils import murmurhash3_32
 import _oracle_featurizer as oracle
 from sklstruct.features import SequenceVectorizer
 from sklstruct.features._featurize import NameTable, murmurhash3_bytes
+from sklstruct.features._templates import template_names
 from sklstruct.features._tokens import _FLAGS
 
 COLUMNS = ["word", "pos", "col2", "col:lemma"]
@@ -128,7 +129,7 @@ def _check(X_fit, X, tpl, window, boundary, hashing, min_freq, n_jobs=None,
             SequenceVectorizer(tpl, **params).fit(X_fit)
         return
     vec = SequenceVectorizer(tpl, n_jobs=n_jobs, **params).fit(X_fit)
-    assert vec.templates_ == list(dict.fromkeys(name for name, _ in inst))
+    assert vec.templates_ == template_names(inst)
     assert vec.n_features_out_ == n_out
     if hashing:
         assert not hasattr(vec, "vocabulary_")
