@@ -129,8 +129,8 @@ PRESETS = {
     "swvm": Preset(_SWVM, 0, "Ringel, Dror & Reichart's templates (needs a POS column)"),
     "ner": Preset(_NER, 1, "named-entity features: word, case, affixes, shape, POS (needs a "
                            "POS column)"),
-    "ner-rich": Preset(_NER_RICH, 0, "words, affixes, shapes, case, POS in a window of three, "
-                                     "label dictionary, gazetteer", True),
+    "ner-rich": Preset(_NER_RICH, 0, "words, affixes, shapes, case, POS in a window of 3, "
+                                     "words within 4, label features", True),
     "chunking-rich": Preset(_CHUNKING_RICH, 0, "chunking in a window of three, affixes, shapes, "
                                                "word-POS pairs, label dictionary", True),
 }
