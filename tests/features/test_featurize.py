@@ -183,7 +183,8 @@ def test_threads_give_the_same_matrix():
     words = [f"w{i}" for i in range(300)] + ["a|b"]
     X = [[(str(rng.choice(words)), str(rng.choice(["NN", "VB", "DT|x"])))
           for _ in range(rng.integers(1, 30))] for _ in range(800)]
-    tpl = ["bias", "word", "pos", "word[-1]|word", "pos[-1]|pos|pos[+1]", "suffix2"]
+    tpl = ["bias", "word", "pos", "word[-1]|word", "pos[-1]|pos|pos[+1]", "suffix2",
+           "lower[-3..-1]", "word[+1..+2]|pos"]
     for hashing in (False, True):
         one = SequenceVectorizer(tpl, window=1, hashing=hashing).fit(X)
         Z1 = one.transform(X)
