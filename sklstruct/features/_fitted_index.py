@@ -120,32 +120,22 @@ class FittedIndex:
                   out=self.value_offs[1:])
         self.bars = np.fromiter(("|" in v for t in self.tables for v in t), dtype=np.uint8,
                                 count=len(encoded))
-        self.lookups = []
-        ranges = []
-        # (the instances of a disjunctive template share their name, hence
-        # their features: the first one's lookup serves all)
-        first = [named.get(name, flag_only.get(name)) for name, _ in instances]
+        first = first_of_name(instances)
+        lookups, spans = [], []
         for i, (tabs, codes, cols) in enumerate(zip(atom_tables, entries, columns)):
-            if first[i] != i:
-                cols = columns[first[i]]
-                if cols:
-                    ranges.append((min(cols), max(cols), i))
-                self.lookups.append(self.lookups[first[i]])
-                continue
-            if cols:
-                ranges.append((min(cols), max(cols), i))
+            spans.append((min(cols), max(cols)) if cols else None)
             radices = [1 if t is None else len(t) for t in tabs]
             n_keys = math.prod(radices)
-            if n_keys >= _KEY_LIMIT:
-                self.lookups.append(None)
+            if first[i] != i or n_keys >= _KEY_LIMIT:
+                lookups.append(None)        # (another instance's, or none)
                 continue
             codes = np.array(codes, dtype=np.uint64).reshape(len(cols), len(tabs))
             # (codes: the flat list of each feature's codes, atom after atom)
             keys = np.zeros(len(cols), dtype=np.uint64)
             for k, r in enumerate(radices):
                 keys = keys * np.uint64(r) + codes[:, k]
-            self.lookups.append(InstanceLookup(keys, np.array(cols, dtype=np.int32), n_keys))
-        self.order = row_order(ranges, len(instances), self.lookups)
+            lookups.append(InstanceLookup(keys, np.array(cols, dtype=np.int32), n_keys))
+        self.lookups, self.order = shared(first, lookups, spans)
 
     @classmethod
     def from_counts(cls, instances, values, tables, export, columns):
@@ -189,31 +179,25 @@ class FittedIndex:
         cols = columns[ids]
         by_instance = np.argsort(inst, kind="stable")
         bounds = np.searchsorted(inst[by_instance], np.arange(len(instances) + 1))
-        # the instances of a disjunctive template share their names: one
-        # lookup, of every key any of them met, serves all
-        group = {}
-        for i, (name, _) in enumerate(instances):
-            group.setdefault(name, []).append(i)
-        self.lookups, ranges, lookup_of = [], [], {}
-        for i, (name, atoms) in enumerate(instances):
-            if name in lookup_of:
-                lookup, low, high = lookup_of[name]
-                if low is not None:
-                    ranges.append((low, high, i))
-                self.lookups.append(lookup)
-                continue
+        # one lookup for the instances of a name, of every key any of them met
+        first = first_of_name(instances)
+        members = {}
+        for i, f in enumerate(first):
+            members.setdefault(f, []).append(i)
+        lookups, spans = [], []
+        for i, (_, atoms) in enumerate(instances):
             tabs = [None if kind in ("flag", "bias") else index[base]
                     for kind, _, base, _, _ in atoms]
             radices = [1 if t is None else int(self.table_radix[t]) for t in tabs]
             n_keys = math.prod(radices)
-            if n_keys >= _KEY_LIMIT:
-                self.lookups.append(None)
-                lookup_of[name] = None, None, None
+            if first[i] != i or n_keys >= _KEY_LIMIT:
+                lookups.append(None)        # (another instance's, or none)
+                spans.append(None)
                 continue
-            sel = np.concatenate([by_instance[bounds[j]:bounds[j + 1]] for j in group[name]])
+            sel = np.concatenate([by_instance[bounds[j]:bounds[j + 1]] for j in members[i]])
             kept = sel[cols[sel] >= 0]
             k, c = keys[kept], cols[kept]
-            if len(group[name]) > 1:
+            if len(members[i]) > 1:
                 k, once = np.unique(k, return_index=True)
                 c = c[once]
             if any(t is not None and canon[t] is not None for t in tabs):
@@ -226,14 +210,10 @@ class FittedIndex:
                     if t is not None and canon[t] is not None:
                         d = canon[t][d.astype(np.intp)]
                     k = k * np.uint64(r) + d
-            low, high = (int(c.min()), int(c.max())) if len(c) else (None, None)
-            if len(c):
-                ranges.append((low, high, i))
-            self.lookups.append(InstanceLookup(np.ascontiguousarray(k, dtype=np.uint64),
-                                               np.ascontiguousarray(c, dtype=np.int32),
-                                               n_keys))
-            lookup_of[name] = self.lookups[-1], low, high
-        self.order = row_order(ranges, len(instances), self.lookups)
+            spans.append((int(c.min()), int(c.max())) if len(c) else None)
+            lookups.append(InstanceLookup(np.ascontiguousarray(k, dtype=np.uint64),
+                                          np.ascontiguousarray(c, dtype=np.int32), n_keys))
+        self.lookups, self.order = shared(first, lookups, spans)
         return self
 
     def codes(self, base, codes, values):
@@ -242,6 +222,23 @@ class FittedIndex:
         table = self.tables[self.bases.index(base)] if isinstance(base, str) else base
         # (a code -1, a word without a cluster path, reads the -1 appended)
         return np.r_[fitted_codes(values, table), -1][codes]
+
+
+def first_of_name(instances):
+    """The first instance of each instance's name: the instances of a
+    disjunctive template share their name, hence their features, and so
+    one lookup."""
+    first = {}
+    return [first.setdefault(name, i) for i, (name, _) in enumerate(instances)]
+
+
+def shared(first, lookups, spans):
+    """Each instance's lookup, its name's first instance's, and
+    :func:`row_order` of them; ``lookups`` and ``spans`` (the lowest and
+    highest column, None without features) as built for first instances."""
+    lookups = [lookups[f] for f in first]
+    ranges = [(*spans[f], i) for i, f in enumerate(first) if spans[f] is not None]
+    return lookups, row_order(ranges, len(first), lookups)
 
 
 def row_order(ranges, n_instances, lookups):

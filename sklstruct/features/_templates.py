@@ -139,15 +139,12 @@ def _base_name(kind, arg, column):
     return name if column in ("word", None) else f"{name}({column})"
 
 
-def _atom_name(base, offset):
-    """``base`` at ``offset``, or over the range ``(first, last)`` of a
-    disjunctive atom."""
-    if isinstance(offset, tuple):
-        first, last = offset
-        if first != last:
-            return f"{base}[{first:+d}..{last:+d}]"
-        offset = first
-    return base if offset == 0 else f"{base}[{offset:+d}]"
+def _atom_name(base, first, last):
+    """``base`` at the offset ``first`` (``== last``), or over the range
+    ``first .. last`` of a disjunctive atom."""
+    if first != last:
+        return f"{base}[{first:+d}..{last:+d}]"
+    return base if first == 0 else f"{base}[{first:+d}]"
 
 
 def _parse_templates(templates, window):
@@ -204,7 +201,7 @@ def _parse_templates(templates, window):
                 f"{_MAX_ATOMS} atoms in all are allowed."
             )
         for k in shifts:
-            name = "|".join(_atom_name(b, (first + k, last + k))
+            name = "|".join(_atom_name(b, first + k, last + k)
                             for b, (_, _, _, (first, last), _) in zip(bases, atoms))
             for offsets in itertools.product(*(range(first + k, last + k + 1)
                                                for _, _, _, (first, last), _ in atoms)):
