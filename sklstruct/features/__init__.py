@@ -53,7 +53,9 @@ parentheses:
     collapsed word shape (:func:`word_shape`): upper-case letters become ``X``, lower-case ``x``,
     digits ``d``, other characters are kept, and runs of one symbol are
     collapsed: ``Confidence -> Xx``, ``U.S. -> X.X.``, ``1,000 -> d,d``,
-    ``well-known -> x-x``.
+    ``well-known -> x-x``.  Letters of scripts without case are ``x``
+    (``東京都 -> x``), and the NFC and NFD spellings of a word have one
+    shape.
 ``long_shape``
     the same shape with its runs kept (the long shape beside the short
     one): ``Confidence -> Xxxxxxxxxx``, ``1,000 -> d,ddd``.

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from hashlib import blake2b
 from functools import cached_property
 from itertools import groupby
+import unicodedata
 
 import numpy as np
 
@@ -58,7 +59,10 @@ def word_shape(s):
     Upper-case letters become ``X``, lower-case letters ``x``, digits ``d``;
     other characters are kept; then every run of one symbol is collapsed to
     one.  This is the ``shape`` atom of the feature templates, and the word
-    class of unknown words in :mod:`sklstruct.parsing`.
+    class of unknown words in :mod:`sklstruct.parsing`.  Letters of scripts
+    without case (Han, Arabic, Devanagari...) are ``x``, as in spaCy's
+    ``Token.shape_``, and the shape does not depend on the Unicode
+    normalization form (see :func:`long_shape`).
 
     Parameters
     ----------
@@ -73,22 +77,35 @@ def word_shape(s):
     Examples
     --------
     >>> from sklstruct.features import word_shape
-    >>> [word_shape(w) for w in ["Confidence", "U.S.", "1,000", "well-known"]]
-    ['Xx', 'X.X.', 'd,d', 'x-x']
+    >>> [word_shape(w) for w in ["Confidence", "U.S.", "1,000", "well-known", "東京都"]]
+    ['Xx', 'X.X.', 'd,d', 'x-x', 'x']
     """
     return "".join([c for c, _ in groupby(long_shape(s))])
+
+
+def _char_shape(c):
+    if c.isupper() or c.istitle():
+        return "X"
+    if c.islower() or c.isalpha():
+        # a letter without case (Han, kana, Arabic...) is a letter, not its
+        # own class: else the shape of a caseless word is the word itself
+        return "x"
+    if c.isdigit():
+        return "d"
+    # a combining mark belongs to the letter before it (NFD "e" + U+0301 is
+    # the "é" of NFC)
+    return "" if unicodedata.category(c)[0] == "M" else c
 
 
 def long_shape(s):
     """Shape of a word, runs not collapsed (the ``long_shape`` atom):
     ``Confidence -> Xxxxxxxxxx``, ``1,000 -> d,ddd``; :func:`word_shape`
-    collapses it."""
+    collapses it.  A word is read in its NFC form with its remaining
+    combining marks dropped, so that its NFC and NFD spellings have one
+    shape."""
     if s.isascii():
         return s.translate(_SHAPE_TABLE)
-    return "".join(
-        "X" if c.isupper() else "x" if c.islower() else "d" if c.isdigit() else c
-        for c in s
-    )
+    return "".join(map(_char_shape, unicodedata.normalize("NFC", s)))
 
 
 _DERIVED = {"lower": str.lower, "shape": word_shape, "long_shape": long_shape}
