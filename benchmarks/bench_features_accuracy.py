@@ -22,14 +22,18 @@ learner may be given with parameters, ``crf:C=0.5`` or
 ``perceptron:order=2:random_state=1`` (Python literals), and
 ``scheme=IOBES`` trains it on IOBES labels and reads its predictions back as
 IOB2; ``--min-freq`` sets the vectorizer's ``min_freq``; ``--add-templates``
-adds templates to the presets' (candidate features).
+adds templates to the presets' (candidate features); ``--embeddings`` adds
+an :class:`sklstruct.EmbeddingFeatures` of the given parameters (a Python
+dict literal, e.g. ``"{'train': 'fasttext', 'kmeans': [64, 256],
+'train_params': {'min_count': 1}}"``: vectors learned from the training
+file's words, ``random_state=0``).
 
 Usage::
 
     python benchmarks/bench_features_accuracy.py [--data DIR] [--corpora conll2000 esp]
         [--presets plain rich] [--clusters 0 500] [--label-features off on]
         [--learners perceptron swvm crf crf:C=0.5 ...] [--holdout N] [--min-freq K]
-        [--out FILE]
+        [--add-templates T ...] [--embeddings DICT] [--out FILE]
 """
 import argparse
 import ast
@@ -39,7 +43,7 @@ import warnings
 
 from common import DEFAULT_DATA, feature_set_plus, report
 
-from sklstruct import CRFTagger, StructuredPerceptronTagger, SWVMTagger
+from sklstruct import CRFTagger, EmbeddingFeatures, StructuredPerceptronTagger, SWVMTagger
 from sklstruct.datasets import read_conll
 from sklstruct.metrics import chunk_f1_score
 
@@ -83,7 +87,7 @@ def iobes_to_iob2(labels):
 
 
 def run(data, corpus, preset, n_clusters, label_features, learners, holdout=0, min_freq=1,
-        added=(), dev_only=False):
+        added=(), dev_only=False, embeddings=None):
     train, dev, test, names = CORPORA[corpus]
     tr = read_conll(data / train)
     if holdout:
@@ -100,7 +104,9 @@ def run(data, corpus, preset, n_clusters, label_features, learners, holdout=0, m
     # clusters=n: n Brown clusters learned at fit from the training words
     vectorizer = feature_set_plus(names[preset], added, clusters=n_clusters or None,
                                   label_dictionary=label_features, gazetteer=label_features,
-                                  random_state=0, min_freq=min_freq)
+                                  random_state=0, min_freq=min_freq,
+                                  embeddings=(EmbeddingFeatures(**embeddings, random_state=0)
+                                              if embeddings else None))
     tic = time.perf_counter()
     X_train = vectorizer.fit_transform(tr[0], tr[1])
     features_s = time.perf_counter() - tic
@@ -108,7 +114,7 @@ def run(data, corpus, preset, n_clusters, label_features, learners, holdout=0, m
     X_dev = vectorizer.transform(dv[0]) if dv else None
     row = {"corpus": corpus, "preset": names[preset], "clusters": n_clusters,
            "label_features": label_features, "features": X_train.matrix.shape[1],
-           "features_s": round(features_s, 1)}
+           "features_s": round(features_s, 1), "embeddings": embeddings}
     for name in learners:
         model, scheme = make_learner(name)
         iobes = scheme.upper() == "IOBES"
@@ -163,10 +169,12 @@ def main():
                              "file, which is not read (CoNLL-2000 has none: --holdout)")
     parser.add_argument("--add-templates", nargs="+", default=[],
                         help="templates added to the presets' (development runs)")
+    parser.add_argument("--embeddings", type=ast.literal_eval, default=None,
+                        help="EmbeddingFeatures parameters, a dict literal (development runs)")
     parser.add_argument("--out")
     args = parser.parse_args()
     rows = [run(args.data, corpus, preset, c, on == "on", args.learners, args.holdout,
-                args.min_freq, args.add_templates, args.dev_only)
+                args.min_freq, args.add_templates, args.dev_only, args.embeddings)
             for corpus in args.corpora for preset in args.presets
             for on in (args.label_features if preset == "rich" else ["off"])
             for c in args.clusters]
