@@ -17,7 +17,9 @@ configuration prints one JSON line; ``--out`` writes the markdown table.
 
 Development runs: ``--holdout N`` trains on all but the last N training
 sentences and scores those instead of the test file (which is then not
-read; ``--dev-only`` scores esp.testa in place of esp.testb, likewise); a
+read; ``--dev-only`` scores esp.testa in place of esp.testb, likewise;
+``--folds K`` scores the predictions of K-fold cross-validation over the
+training file, contiguous blocks, as one F1, each fold's beside it); a
 learner may be given with parameters, ``crf:C=0.5`` or
 ``perceptron:order=2:random_state=1`` (Python literals), and
 ``scheme=IOBES`` trains it on IOBES labels and reads its predictions back as
@@ -86,48 +88,75 @@ def iobes_to_iob2(labels):
             for label in labels]
 
 
-def run(data, corpus, preset, n_clusters, label_features, learners, holdout=0, min_freq=1,
-        added=(), dev_only=False, embeddings=None):
-    train, dev, test, names = CORPORA[corpus]
+def splits(data, corpus, holdout=0, dev_only=False, folds=0):
+    """``(train, scored, dev)`` (each ``(X, y)``, ``dev`` or None) of each
+    fit: the training file against the test file (and the development
+    file), its last ``holdout`` sentences, the development file alone, or
+    each of ``folds`` contiguous blocks of the training file against the
+    others."""
+    train, dev, test, _ = CORPORA[corpus]
     tr = read_conll(data / train)
+    if folds:
+        n = len(tr[0])
+        cuts = [n * k // folds for k in range(folds + 1)]
+        return [((tr[0][:a] + tr[0][b:], tr[1][:a] + tr[1][b:]), (tr[0][a:b], tr[1][a:b]), None)
+                for a, b in zip(cuts[:-1], cuts[1:])]
     if holdout:
-        te, dv = (tr[0][-holdout:], tr[1][-holdout:]), None
-        tr = (tr[0][:-holdout], tr[1][:-holdout])
-    elif dev_only:
+        return [((tr[0][:-holdout], tr[1][:-holdout]), (tr[0][-holdout:], tr[1][-holdout:]),
+                 None)]
+    if dev_only:
         if dev is None:
             raise SystemExit(f"--dev-only: {corpus} has no development file; hold training "
-                             "sentences out with --holdout N")
-        te, dv = read_conll(data / dev), None
-    else:
-        te = read_conll(data / test)
-        dv = read_conll(data / dev) if dev else None
-    # clusters=n: n Brown clusters learned at fit from the training words
-    vectorizer = feature_set_plus(names[preset], added, clusters=n_clusters or None,
-                                  label_dictionary=label_features, gazetteer=label_features,
-                                  random_state=0, min_freq=min_freq,
-                                  embeddings=(EmbeddingFeatures(**embeddings, random_state=0)
-                                              if embeddings else None))
-    tic = time.perf_counter()
-    X_train = vectorizer.fit_transform(tr[0], tr[1])
-    features_s = time.perf_counter() - tic
-    X_test = vectorizer.transform(te[0])
-    X_dev = vectorizer.transform(dv[0]) if dv else None
+                             "sentences out with --holdout N or --folds K")
+        return [(tr, read_conll(data / dev), None)]
+    return [(tr, read_conll(data / test), read_conll(data / dev) if dev else None)]
+
+
+def run(data, corpus, preset, n_clusters, label_features, learners, holdout=0, min_freq=1,
+        added=(), dev_only=False, embeddings=None, folds=0):
+    names = CORPORA[corpus][3]
     row = {"corpus": corpus, "preset": names[preset], "clusters": n_clusters,
-           "label_features": label_features, "features": X_train.matrix.shape[1],
-           "features_s": round(features_s, 1), "embeddings": embeddings}
-    for name in learners:
-        model, scheme = make_learner(name)
-        iobes = scheme.upper() == "IOBES"
-        back = iobes_to_iob2 if iobes else list
+           "label_features": label_features, "features_s": 0.0, "embeddings": embeddings}
+    # each learner's predictions of the scored (and development) sentences of every fit,
+    # scored together: with --folds, the F1 of the whole training file's predictions
+    gold, gold_dev, pred, pred_dev = [], [], {n: [] for n in learners}, {n: [] for n in learners}
+    fold_f1, fit_s = {n: [] for n in learners}, dict.fromkeys(learners, 0.0)
+    for tr, te, dv in splits(data, corpus, holdout, dev_only, folds):
+        # clusters=n: n Brown clusters learned at fit from the training words
+        vectorizer = feature_set_plus(names[preset], added, clusters=n_clusters or None,
+                                      label_dictionary=label_features,
+                                      gazetteer=label_features, random_state=0,
+                                      min_freq=min_freq,
+                                      embeddings=(EmbeddingFeatures(**embeddings, random_state=0)
+                                                  if embeddings else None))
         tic = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")          # the CRF's ConvergenceWarning
-            model.fit(X_train, [iob2_to_iobes(t) for t in tr[1]] if iobes else tr[1])
-        predict = lambda X: [back(p) for p in model.predict(X)]  # noqa: E731
-        row[name] = {"test": round(100 * chunk_f1_score(te[1], predict(X_test)), 2),
-                     "dev": (round(100 * chunk_f1_score(dv[1], predict(X_dev)), 2)
-                             if dv else None),
-                     "fit_s": round(time.perf_counter() - tic, 1)}
+        X_train = vectorizer.fit_transform(tr[0], tr[1])
+        row["features_s"] = round(row["features_s"] + time.perf_counter() - tic, 1)
+        row["features"] = X_train.matrix.shape[1]
+        X_test = vectorizer.transform(te[0])
+        X_dev = vectorizer.transform(dv[0]) if dv else None
+        gold += te[1]
+        gold_dev += dv[1] if dv else []
+        for name in learners:
+            model, scheme = make_learner(name)
+            iobes = scheme.upper() == "IOBES"
+            back = iobes_to_iob2 if iobes else list
+            tic = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")          # the CRF's ConvergenceWarning
+                model.fit(X_train, [iob2_to_iobes(t) for t in tr[1]] if iobes else tr[1])
+            fit_s[name] += time.perf_counter() - tic
+            predicted = [back(p) for p in model.predict(X_test)]
+            pred[name] += predicted
+            fold_f1[name].append(round(100 * chunk_f1_score(te[1], predicted), 2))
+            pred_dev[name] += [back(p) for p in model.predict(X_dev)] if dv else []
+    for name in learners:
+        row[name] = {"test": round(100 * chunk_f1_score(gold, pred[name]), 2),
+                     "dev": (round(100 * chunk_f1_score(gold_dev, pred_dev[name]), 2)
+                             if gold_dev else None),
+                     "fit_s": round(fit_s[name], 1)}
+        if folds:
+            row[name]["folds"] = fold_f1[name]
     print(json.dumps(row), flush=True)
     return row
 
@@ -164,6 +193,9 @@ def main():
                         help=f"{', '.join(LEARNERS)}, each optionally with :key=value...")
     parser.add_argument("--holdout", type=int, default=0)
     parser.add_argument("--min-freq", type=int, default=1)
+    parser.add_argument("--folds", type=int, default=0,
+                        help="K-fold cross-validation over the training file (contiguous "
+                             "blocks; the test file is not read)")
     parser.add_argument("--dev-only", action="store_true",
                         help="score the development file (esp.testa) in place of the test "
                              "file, which is not read (CoNLL-2000 has none: --holdout)")
@@ -174,11 +206,12 @@ def main():
     parser.add_argument("--out")
     args = parser.parse_args()
     rows = [run(args.data, corpus, preset, c, on == "on", args.learners, args.holdout,
-                args.min_freq, args.add_templates, args.dev_only, args.embeddings)
+                args.min_freq, args.add_templates, args.dev_only, args.embeddings, args.folds)
             for corpus in args.corpora for preset in args.presets
             for on in (args.label_features if preset == "rich" else ["off"])
             for c in args.clusters]
-    scored = (f"the last {args.holdout} training sentences (trained on the others)"
+    scored = (f"the training file, {args.folds}-fold cross-validation" if args.folds else
+              f"the last {args.holdout} training sentences (trained on the others)"
               if args.holdout else "the development file (esp.testa)" if args.dev_only else
               "the test file (CoNLL-2002: esp.testb, with esp.testa in parentheses)")
     body = (f"Chunk F1 on {scored}; Brown clusters from the training file's words only "
