@@ -74,10 +74,12 @@ def chunks(codes, classes, starts):
     start = np.flatnonzero(_START_TABLE[key]) + 1        # lines where a chunk starts
     end = np.flatnonzero(_END_TABLE[key]) + 1            # lines before which one ended
     # conlleval never ends a chunk whose type has no hyphenated name ("NN"
-    # after "-RRB-"), not even at a sentence's end; the last line then ends
-    # the corpus's last one (and the sentence's end clips each, below)
+    # after "-RRB-"), not even at a sentence's end: the next chunk's start
+    # ends it here, so that no token is in two chunks (conlleval counts both
+    # chunks), or else the last line (and the sentence's end clips each, below)
     end = np.append(end, len(line) - 1)
-    stop = end[np.searchsorted(end, start, side="right")]
+    stop = np.minimum(end[np.searchsorted(end, start, side="right")],
+                      np.append(start[1:], len(line) - 1))
     token_of_line = np.cumsum(is_token) - 1
     first = token_of_line[start]
     # (a chunk ends at its sentence's end whatever its labels)

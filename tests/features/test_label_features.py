@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold
@@ -71,18 +71,19 @@ def ld_reference(X_fit, y_fit, X, classes, window=1, labels="label", min_count=1
 def conlleval_chunks(y):
     """(sentence, start, stop, type) of every chunk, token by token with
     conlleval's own rules; a chunk those never end ("NN" after "-LRB-")
-    ends with its sentence."""
+    ends where the next chunk starts, or with its sentence."""
     out = []
     for i, ys in enumerate(y):
-        prev_tag, prev_type, start = "O", "", None
+        prev_tag, prev_type, start, start_type = "O", "", None, ""
         for j, lab in enumerate(list(ys) + ["O"]):
             tag, typ = _split_tag(lab)
+            starts = _start_of_chunk(prev_tag, tag, prev_type, typ)
             if start is not None and (_end_of_chunk(prev_tag, tag, prev_type, typ)
-                                      or j == len(ys)):
-                out.append((i, start, j, prev_type))
+                                      or starts or j == len(ys)):
+                out.append((i, start, j, start_type))
                 start = None
-            if _start_of_chunk(prev_tag, tag, prev_type, typ):
-                start = j
+            if starts:
+                start, start_type = j, typ
             prev_tag, prev_type = tag, typ
     return out
 
@@ -156,6 +157,8 @@ def test_label_dictionary_is_its_definition(data, labels, window, min_count):
 @settings(max_examples=60, deadline=None)
 @given(st.one_of(corpora(), corpora(labels=ODD_LABELS)), st.integers(1, 3), st.integers(1, 2),
        st.booleans())
+# a chunk conlleval never ends ("NN" after "-LRB-") and the next chunk's start
+@example(([["Madrid"] * 4, ["Madrid"]], [["-LRB-", "NN", "O", "-LRB-"], ["NN"]]), 3, 1, False)
 def test_gazetteer_is_its_definition(data, max_length, min_count, lowercase):
     X, y = data
     gaz = GazetteerFeatures(max_length=max_length, min_count=min_count, lowercase=lowercase,
