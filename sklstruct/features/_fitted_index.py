@@ -65,15 +65,18 @@ class FittedIndex:
     def __init__(self, instances, vocabulary):
         bases = {}                      # base name -> {value: code}
         atom_tables = []
+        # each name's features go to its first instance, whose lookup the
+        # other instances of a disjunctive template share
+        first = first_of_name(instances)
         named, flag_only = {}, {}
-        for name, atoms in instances:
+        for i, (name, atoms) in enumerate(instances):
             tabs = []
             for kind, _, base_name, _, _ in atoms:
                 tabs.append(None if kind in ("flag", "bias")
                             else bases.setdefault(base_name, {}))
             atom_tables.append(tabs)
-            (flag_only if all(t is None for t in tabs) else named).setdefault(
-                name, len(atom_tables) - 1)
+            if first[i] == i:
+                (flag_only if all(t is None for t in tabs) else named)[name] = i
         entries = [[] for _ in instances]
         columns = [[] for _ in instances]
         for feature, column in vocabulary.items():
@@ -120,7 +123,6 @@ class FittedIndex:
                   out=self.value_offs[1:])
         self.bars = np.fromiter(("|" in v for t in self.tables for v in t), dtype=np.uint8,
                                 count=len(encoded))
-        first = first_of_name(instances)
         lookups, spans = [], []
         for i, (tabs, codes, cols) in enumerate(zip(atom_tables, entries, columns)):
             spans.append((min(cols), max(cols)) if cols else None)
