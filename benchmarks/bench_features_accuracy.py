@@ -116,11 +116,11 @@ def run(data, corpus, preset, n_clusters, label_features, learners, holdout=0, m
         added=(), dev_only=False, embeddings=None, folds=0):
     names = CORPORA[corpus][3]
     row = {"corpus": corpus, "preset": names[preset], "clusters": n_clusters,
-           "label_features": label_features, "features_s": 0.0, "embeddings": embeddings}
+           "label_features": label_features, "embeddings": embeddings}
     # each learner's predictions of the scored (and development) sentences of every fit,
     # scored together: with --folds, the F1 of the whole training file's predictions
     gold, gold_dev, pred, pred_dev = [], [], {n: [] for n in learners}, {n: [] for n in learners}
-    fold_f1, fit_s = {n: [] for n in learners}, dict.fromkeys(learners, 0.0)
+    fold_f1, fit_s, features_s = {n: [] for n in learners}, dict.fromkeys(learners, 0.0), 0.0
     for tr, te, dv in splits(data, corpus, holdout, dev_only, folds):
         # clusters=n: n Brown clusters learned at fit from the training words
         vectorizer = feature_set_plus(names[preset], added, clusters=n_clusters or None,
@@ -131,7 +131,7 @@ def run(data, corpus, preset, n_clusters, label_features, learners, holdout=0, m
                                                   if embeddings else None))
         tic = time.perf_counter()
         X_train = vectorizer.fit_transform(tr[0], tr[1])
-        row["features_s"] = round(row["features_s"] + time.perf_counter() - tic, 1)
+        features_s += time.perf_counter() - tic
         row["features"] = X_train.matrix.shape[1]
         X_test = vectorizer.transform(te[0])
         X_dev = vectorizer.transform(dv[0]) if dv else None
@@ -150,6 +150,7 @@ def run(data, corpus, preset, n_clusters, label_features, learners, holdout=0, m
             pred[name] += predicted
             fold_f1[name].append(round(100 * chunk_f1_score(te[1], predicted), 2))
             pred_dev[name] += [back(p) for p in model.predict(X_dev)] if dv else []
+    row["features_s"] = round(features_s, 1)
     for name in learners:
         row[name] = {"test": round(100 * chunk_f1_score(gold, pred[name]), 2),
                      "dev": (round(100 * chunk_f1_score(gold_dev, pred_dev[name]), 2)
